@@ -1,0 +1,68 @@
+"""The ``commlab`` console script.
+
+Each subcommand lives in its own module under ``commlab.cli`` and exposes ``add_parser(subparsers)`` and
+``run(args) -> int``. Subcommand modules import nothing heavy at import time (torch only inside ``run``), so
+``commlab --help`` stays fast. A :class:`~commlab.errors.CommlabError` becomes one line on stderr and exit 2.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from commlab.errors import CommlabError
+
+#: (subcommand, module under commlab.cli), in the order ``commlab --help`` lists them.
+SUBCOMMANDS = (
+    ("doctor", "doctor"),
+    ("simulate", "simulate"),
+    ("cost", "cost"),
+    ("animate", "animate"),
+    ("bench", "bench"),
+    ("nccl-tests", "nccl_tests"),
+    ("topo", "topo"),
+    ("exercises", "exercises"),
+    ("book", "book"),
+)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that exits with status 2 and one line naming the bad argument (its default behaviour)."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="commlab", description="The commlab book's tools: simulate, cost, bench, read logs.")
+    from commlab import __version__
+
+    parser.add_argument("--version", action="version", version=f"commlab {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module_name in SUBCOMMANDS:
+        try:
+            module = importlib.import_module(f"commlab.cli.{module_name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"commlab.cli.{module_name}":
+                raise
+            continue  # a subcommand not built yet
+        p = module.add_parser(sub)
+        p.set_defaults(_run=module.run, _name=name)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "_run", None) is None:
+        parser.print_help()
+        return 0
+    try:
+        return int(args._run(args) or 0)
+    except CommlabError as exc:
+        print(f"commlab {args._name}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"commlab {args._name}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

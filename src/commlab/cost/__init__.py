@@ -1,0 +1,18 @@
+"""Cost models: alpha-beta times per algorithm (vectorised), algbw/busbw, fitting, crossovers.
+
+NCCL's own (simplified) tuning model lives in :mod:`commlab.cost.nccl_model`.
+"""
+from commlab.cost.alpha_beta import (
+    ALL_REDUCE_ALGOS, all_reduce_time_s, double_tree_all_reduce_time_s, naive_all_reduce_time_s,
+    pipelined_tree_all_reduce_time_s, recursive_doubling_all_reduce_time_s, ring_all_gather_time_s,
+    ring_all_reduce_time_s, ring_reduce_scatter_time_s, tree_all_reduce_time_s, tree_depth,
+)
+from commlab.cost.bandwidth import algbw_GBps, busbw_GBps, collective_time_s
+from commlab.cost.fit import AlphaBeta, crossover_nbytes, fit_alpha_beta
+
+__all__ = [
+    "ALL_REDUCE_ALGOS", "AlphaBeta", "algbw_GBps", "all_reduce_time_s", "busbw_GBps", "collective_time_s",
+    "crossover_nbytes", "double_tree_all_reduce_time_s", "fit_alpha_beta", "naive_all_reduce_time_s",
+    "pipelined_tree_all_reduce_time_s", "recursive_doubling_all_reduce_time_s", "ring_all_gather_time_s",
+    "ring_all_reduce_time_s", "ring_reduce_scatter_time_s", "tree_all_reduce_time_s", "tree_depth",
+]

@@ -1,0 +1,60 @@
+"""One row of an nccl-tests table, shared by the log reader (:mod:`commlab.nccl.parse`), the table writer
+(:mod:`commlab.nccl.format`) and commlab's own benchmark (:mod:`commlab.bench`).
+
+The keys are the JSON contract of ``commlab bench --json`` and ``commlab nccl-tests --json``: a row has
+``size_bytes``, ``count``, ``type``, ``redop``, ``root`` and, under ``oop`` and ``ip``, ``time_us``,
+``algbw_GBps``, ``busbw_GBps`` and ``wrong`` (``ip`` absent where the collective has no in-place form).
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Measure:
+    """One timed variant (out-of-place or in-place) of one size."""
+
+    time_us: float
+    """Mean time of one iteration in microseconds."""
+    algbw_GBps: float
+    """size_bytes / time, in 1e9 bytes per second (nccl-tests' algbw)."""
+    busbw_GBps: float
+    """algbw times the collective's bus factor F(n) (nccl-tests' busbw)."""
+    wrong: int | None
+    """Elements that differ from the reference (`#wrong`); None where checking was off (`N/A`)."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One size of a sweep, as nccl-tests prints it."""
+
+    size_bytes: int
+    """The `size` column: what algbw divides (NCCL_TESTS.md, per collective)."""
+    count: int
+    """Elements per rank, as nccl-tests' `count` column."""
+    type: str
+    """Data type as nccl-tests names it: float, half, bfloat16, double, ..."""
+    redop: str
+    """Reduction op (sum, ...) or "none" for data movement."""
+    root: int
+    """Root rank for rooted collectives, -1 otherwise."""
+    oop: Measure
+    """Out-of-place measurement."""
+    ip: Measure | None = None
+    """In-place measurement; None where the collective has no in-place form."""
+
+    def to_json(self) -> dict:
+        """The row as the JSON object of the CLI contract (``ip`` left out when absent)."""
+        out = asdict(self)
+        if self.ip is None:
+            del out["ip"]
+        return out
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "Row":
+        ip = obj.get("ip")
+        return cls(
+            size_bytes=int(obj["size_bytes"]), count=int(obj["count"]), type=str(obj["type"]),
+            redop=str(obj["redop"]), root=int(obj["root"]), oop=Measure(**obj["oop"]),
+            ip=Measure(**ip) if ip is not None else None,
+        )
