@@ -9,9 +9,11 @@ from commlab.cost.alpha_beta import (
 )
 from commlab.cost.bandwidth import algbw_GBps, busbw_GBps, collective_time_s
 from commlab.cost.fit import AlphaBeta, crossover_nbytes, fit_alpha_beta
+from commlab.cost.nccl_model import Choice, default_bus_bw_GBps, nccl_choose, nccl_time_us, switch_points
 
 __all__ = [
-    "ALL_REDUCE_ALGOS", "AlphaBeta", "algbw_GBps", "all_reduce_time_s", "busbw_GBps", "collective_time_s",
+    "ALL_REDUCE_ALGOS", "AlphaBeta", "Choice", "default_bus_bw_GBps", "nccl_choose", "nccl_time_us",
+    "switch_points", "algbw_GBps", "all_reduce_time_s", "busbw_GBps", "collective_time_s",
     "crossover_nbytes", "double_tree_all_reduce_time_s", "fit_alpha_beta", "naive_all_reduce_time_s",
     "pipelined_tree_all_reduce_time_s", "recursive_doubling_all_reduce_time_s", "ring_all_gather_time_s",
     "ring_all_reduce_time_s", "ring_reduce_scatter_time_s", "tree_all_reduce_time_s", "tree_depth",
