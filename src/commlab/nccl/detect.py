@@ -1,0 +1,128 @@
+"""Tell from a log's text and rows which collective ran, over how many ranks, and under which bandwidth rule.
+
+Collective, in order of trust: the caller; a ``# collective:`` comment; nccl-tests' own
+``# Collective test starting: X_perf``; a command line naming ``X_perf``; the columns. The columns separate
+the families by ``redop`` (reducing or not), ``root`` (-1 or a rank) and ``size / (count * itemsize)``
+(1, or N where the `size` column is the whole buffer); inside a family (all_gather / all_to_all,
+gather / scatter) the table is nearly silent (alltoall prints ``N/A`` for its in-place check), but the bus factor (N-1)/N is the same, so every check still holds.
+
+Ranks: the caller; the ``# Rank`` lines of ``# Using devices`` (one per rank); a ``# nranks:`` comment;
+``nThread x nGpus`` of the preamble when no rank lines were printed (one process assumed).
+"""
+from __future__ import annotations
+
+import re
+
+from commlab.collectives import canonical, spec
+from commlab.errors import CommlabError
+from commlab.nccl.records import Row
+from commlab.nccl.table import ITEMSIZE
+
+_PERF = re.compile(r"\b(all_reduce|all_gather|reduce_scatter|broadcast|reduce|alltoall|gather|scatter|"
+                   r"sendrecv)_perf\b")
+_STARTING = re.compile(r"Collective test starting:\s*(\w+)")
+
+
+def collective_from_text(comments: list[str], metadata: dict[str, str], all_text: list[str]) -> str | None:
+    """The collective named by metadata, nccl-tests' starting line or a command line, else None."""
+    if "collective" in metadata:
+        return canonical(metadata["collective"].split()[0])
+    for text in comments:
+        match = _STARTING.search(text)
+        if match:
+            return canonical(match.group(1))
+    for text in all_text:
+        match = _PERF.search(text)
+        if match:
+            return canonical(match.group(1))
+    return None
+
+
+def _size_ratio(rows: list[Row]) -> int | None:
+    """size / (count * itemsize) of the first row with elements, as an integer, else None."""
+    for r in rows:
+        itemsize = ITEMSIZE.get(r.type)
+        if r.count > 0 and itemsize:
+            return round(r.size_bytes / (r.count * itemsize))
+    return None
+
+
+def collectives_from_columns(rows: list[Row]) -> tuple[str, ...]:
+    """The collectives whose columns match ``rows``; the first is the one to assume. Empty if unknown."""
+    if not rows:
+        return ()
+    reduces = any(r.redop != "none" for r in rows)
+    rooted = any(r.root >= 0 for r in rows)
+    ratio = _size_ratio(rows)
+    if ratio is None:
+        return ()
+    whole = ratio > 1
+    table = {
+        (True, False, False): ("all_reduce",), (True, False, True): ("reduce_scatter",),
+        (True, True, False): ("reduce",), (True, True, True): ("reduce",),
+        (False, True, False): ("broadcast",), (False, True, True): ("scatter", "gather"),
+        (False, False, False): ("sendrecv",), (False, False, True): ("all_gather", "all_to_all"),
+    }
+    found = table[(reduces, rooted, whole)]
+    if found == ("all_gather", "all_to_all") and _in_place_unchecked(rows):
+        return ("all_to_all", "all_gather")
+    return found
+
+
+def _in_place_unchecked(rows: list[Row]) -> bool:
+    """True where every in-place #wrong is N/A while out-of-place ones are counted: nccl-tests' alltoall
+    cannot check its in-place result (fixture 18)."""
+    ip = [r.ip.wrong for r in rows if r.ip is not None]
+    return bool(ip) and all(w is None for w in ip) and any(r.oop.wrong is not None for r in rows)
+
+
+def ranks_hint(rows: list[Row], collective: str | None) -> int | None:
+    """N implied by size / (count * itemsize) where the `size` column is the whole buffer, else None."""
+    if collective is None or not spec(collective).whole_buffer_size:
+        return None
+    ratio = _size_ratio(rows)
+    return ratio if ratio and ratio > 1 else None
+
+
+def n_ranks_from_text(rank_lines: list[int], metadata: dict[str, str], preamble: dict) -> tuple[int | None, str]:
+    """(n, where it came from) from the ``# Rank`` lines, ``# nranks:`` or nThread x nGpus; (None, "")."""
+    if rank_lines:
+        return max(rank_lines) + 1, "the '# Rank' lines"
+    if "nranks" in metadata:
+        try:
+            return int(metadata["nranks"].split()[0]), "the '# nranks:' comment"
+        except ValueError:
+            raise CommlabError(f"'# nranks:' must be a whole number, got {metadata['nranks']!r}") from None
+    if "n_threads" in preamble and "n_gpus" in preamble:
+        return preamble["n_threads"] * preamble["n_gpus"], "nThread x nGpus (one process assumed)"
+    return None, ""
+
+
+def implied_factor(size_bytes: int, time_us: float, algbw_GBps: float) -> float:
+    """algbw * t / size: 1 under the modern rule (algbw = S/t), (N-1)/N under the legacy all_gather /
+    reduce_scatter rule (algbw = S(N-1)/N/t, nccl-tests before 2020-06-19; NCCL_TESTS.md)."""
+    return algbw_GBps * 1e9 * time_us * 1e-6 / size_bytes
+
+
+def bandwidth_rule(rows: list[Row], collective: str | None, n_ranks: int | None) -> str:
+    """"legacy" when all_gather / reduce_scatter rows follow algbw = S(N-1)/N/t with busbw = algbw, else
+    "modern". Only rows with algbw >= 1 GB/s vote: their printed algbw is precise to 0.5 % or better."""
+    if collective not in ("all_gather", "reduce_scatter") or not n_ranks or n_ranks < 2:
+        return "modern"
+    legacy_k = (n_ranks - 1) / n_ranks
+    votes = [abs(k - legacy_k) < abs(k - 1.0)
+             for r in rows for m in (r.oop, r.ip)
+             if m is not None and m.algbw_GBps >= 1.0 and r.size_bytes > 0
+             for k in [implied_factor(r.size_bytes, m.time_us, m.algbw_GBps)]]
+    return "legacy" if votes and sum(votes) * 2 > len(votes) else "modern"
+
+
+def half_unit(token: str) -> float:
+    """Half a unit of the last printed digit of a number as printed (``0.005`` for ``449.73``).
+
+    >>> half_unit("449.73"), half_unit("13989"), half_unit("1.2e+07")
+    (0.005, 0.5, 500000.0)
+    """
+    mantissa, _, exponent = token.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 0.5 * 10.0 ** (-decimals) * 10.0 ** (int(exponent) if exponent else 0)
