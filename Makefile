@@ -31,10 +31,11 @@ test: install
 	$(MAKE) test-unit test-notebooks test-browser
 
 test-unit: install
-	$(PY) -m pytest tests/unit tests/dist tests/notebooks src/commlab -n $(PYTEST_WORKERS) --dist loadscope
+	$(PY) -m pytest tests/unit tests/dist tests/notebooks -n $(PYTEST_WORKERS) --dist loadscope
+	$(PY) -m pytest --doctest-modules src/commlab -p no:cacheprovider -q
 
 test-notebooks: install
-	$(PY) -m pytest --nbval-lax chapters labs -n $(PYTEST_WORKERS) --dist loadscope -p no:cacheprovider
+	$(PY) -m pytest --nbval-lax --nbval-cell-timeout=240 chapters labs -n $(PYTEST_WORKERS) --dist loadscope -p no:cacheprovider
 
 test-browser: install
 	$(PY) -m pytest tests/browser -p no:cacheprovider

@@ -59,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
     except CommlabError as exc:
         print(f"commlab {args._name}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `commlab ... | head`: the reader stopped reading; not an error
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print(f"commlab {args._name}: interrupted", file=sys.stderr)
         return 130
