@@ -1,0 +1,121 @@
+"""Chapter 05, ring all-reduce: per-rank volume 2(N-1)/N * S, its time, its steps, and the naive root."""
+from __future__ import annotations
+
+from commlab import collectives, cost, hardware, schedules, units
+from commlab.exercises.bank.common import draw_ranks, draw_round, duration, num, pick, rate, ratio_mistake, size
+from commlab.exercises.model import Exercise, Mistake, Worked
+
+_LINKS = ("nvlink3", "nvlink4", "nvlink5", "pcie4", "pcie5", "ib-ndr", "ib-xdr", "roce-200")
+
+
+def ring_volume_nbytes(nbytes: float, n_ranks: int) -> float:
+    """Bytes each rank sends in a ring all-reduce of S bytes: 2(N-1)/N * S (commlab.collectives)."""
+    return float(collectives.spec("all_reduce").bytes_sent_per_rank(nbytes, n_ranks)[0])
+
+
+def _ring_volume(rng) -> Worked:
+    n = draw_ranks(rng)
+    nbytes = draw_round(rng, 1, 200, 0.5) * units.GB
+    volume = ring_volume_nbytes(nbytes, n)
+    question = (f"{n} GPUs run a ring all-reduce over a {size(nbytes)} gradient buffer. How many GB does each "
+                "GPU send?")
+    solution = (f"Reduce-scatter: N-1 = {n - 1} steps of one chunk S/N = {size(nbytes / n)}; all-gather: "
+                f"{n - 1} more. Per GPU: 2(N-1)/N * S = 2 x {n - 1}/{n} x {size(nbytes)} = {size(volume)}.")
+    mistakes = (Mistake(n / (2 * (n - 1)), "ring factor 2(N-1)/N forgotten",
+                        "S is the buffer, not the traffic: each GPU sends 2(N-1)/N * S"),
+                Mistake(0.5, "one phase only", "all-reduce = reduce-scatter + all-gather: (N-1)/N * S each"),
+                Mistake(2.0, "sent and received added", "the question asks what each GPU sends"))
+    return Worked(question, volume / units.GB, solution, mistakes, n_ranks=n, params={"n_ranks": n, "nbytes": nbytes})
+
+
+def _ring_time(rng) -> Worked:
+    n = draw_ranks(rng)
+    link = hardware.link(pick(rng, _LINKS))
+    nbytes = draw_round(rng, 0.1, 20, 0.1) * units.GB
+    alpha, bw = link.latency_s, link.unidir_Bps
+    t_s = float(cost.ring_all_reduce_time_s(nbytes, n, alpha, bw))
+    question = (f"A ring all-reduce of {size(nbytes)} runs on {n} GPUs connected by {link.title}: latency "
+                f"alpha = {num(alpha * 1e6)} us per step, B = {rate(bw)} one way (printed {rate(2 * bw)} both "
+                "ways). Using t = 2(N-1)(alpha + S/(N B)), how long does it take, in ms?")
+    solution = (f"2(N-1) = {2 * (n - 1)} steps, each alpha + S/(N B) = {duration(alpha)} + "
+                f"{duration(nbytes / (n * bw))}: t = {duration(t_s)}.")
+    mistakes = (
+        ratio_mistake(cost.ring_all_reduce_time_s(nbytes, n, alpha, 2 * bw), t_s, "used the bidirectional figure",
+                      "each step sends one way; use the one-direction bandwidth"),
+        ratio_mistake(nbytes / bw + 2 * (n - 1) * alpha, t_s, "ring factor 2(N-1)/N forgotten",
+                      "each GPU sends 2(N-1)/N * S, not S"),
+        ratio_mistake(cost.ring_all_reduce_time_s(nbytes * 8, n, alpha, bw), t_s, "bits vs bytes",
+                      "B is in bytes per second"),
+    )
+    return Worked(question, t_s * 1e3, solution, mistakes, n_ranks=n, params={"n_ranks": n, "link": link.name})
+
+
+def _ring_steps(rng) -> Worked:
+    n = draw_ranks(rng, (3, 4, 5, 6, 7, 8, 12, 16, 24, 32, 64))
+    steps = schedules.build("ring-all-reduce", n).n_steps
+    question = f"How many steps does a ring all-reduce over {n} ranks take (each step: every rank sends one chunk)?"
+    solution = (f"Reduce-scatter needs N-1 = {n - 1} steps for each chunk to collect all {n} contributions; "
+                f"all-gather needs {n - 1} more to deliver it: 2(N-1) = {steps}. Each step costs one alpha, "
+                "which is why the ring is not latency-optimal.")
+    mistakes = (Mistake(0.5, "one phase only", "all-reduce = reduce-scatter (N-1 steps) + all-gather (N-1 steps)"),
+                Mistake(n / (n - 1), "N steps per phase", "a rank already holds its own chunk: N-1 steps per phase"))
+    return Worked(question, steps, solution, mistakes, params={"n_ranks": n})
+
+
+def _naive_root(rng) -> Worked:
+    n = draw_ranks(rng)
+    nbytes = draw_round(rng, 0.5, 20, 0.5) * units.GB
+    schedule = schedules.build("naive-all-reduce", n)
+    root_bytes = float(schedules.bytes_sent_per_rank(schedule, nbytes)[0])
+    question = (f"A naive all-reduce of {size(nbytes)} on {n} ranks: every rank sends its buffer to rank 0, "
+                "which adds them up and sends the sum back to every rank. How many GB does rank 0 send?")
+    solution = (f"Rank 0 sends the whole sum to each of the other N-1 = {n - 1} ranks: {n - 1} x {size(nbytes)} = "
+                f"{size(root_bytes)} (and receives as much). Every byte goes through rank 0's link.")
+    mistakes = (Mistake(n / (n - 1), "rank 0 sends to itself too", "the root already holds the sum"),
+                Mistake(2.0, "received counted too", "the question asks what rank 0 sends"))
+    return Worked(question, root_bytes / units.GB, solution, mistakes, n_ranks=n, params={"n_ranks": n})
+
+
+def _naive_vs_ring(rng) -> Worked:
+    n = draw_ranks(rng)
+    nbytes = units.GB
+    naive = float(schedules.bytes_sent_per_rank(schedules.build("naive-all-reduce", n), nbytes)[0])
+    ratio = naive / ring_volume_nbytes(nbytes, n)
+    question = (f"On {n} ranks, how many times more bytes does the root send in a naive all-reduce (gather to "
+                "rank 0, send the sum back) than any rank sends in a ring all-reduce of the same buffer?")
+    solution = (f"Naive root: (N-1) S. Ring, per rank: 2(N-1)/N S. Ratio: (N-1) / (2(N-1)/N) = N/2 = {num(ratio)}. "
+                "The root's load grows with N; the ring's stays below 2S.")
+    mistakes = (ratio_mistake(naive / nbytes, ratio, "ring volume taken as S",
+                              "a ring rank sends 2(N-1)/N * S, not S"),
+                ratio_mistake(1 / ratio, ratio, "ratio upside down", "divide the root's bytes by the ring's"))
+    return Worked(question, ratio, solution, mistakes, n_ranks=n, params={"n_ranks": n})
+
+
+def _volume_growth(rng) -> Worked:
+    small = draw_ranks(rng, (4, 8))
+    large = small * int(pick(rng, (4, 8, 16, 64)))
+    ratio = ring_volume_nbytes(units.GB, large) / ring_volume_nbytes(units.GB, small)
+    question = (f"A cluster grows from {small} to {large} GPUs, same gradient buffer S. By what factor does the "
+                "number of bytes each GPU sends in a ring all-reduce grow?")
+    solution = (f"Per GPU: 2(N-1)/N * S. 2 x {large - 1}/{large} / (2 x {small - 1}/{small}) = {num(ratio)}: "
+                "nearly flat: the per-GPU volume approaches 2S as N grows and never exceeds it.")
+    mistakes = (Mistake(large / small, "grows with N", "each rank's volume 2(N-1)/N * S is nearly independent of N"),)
+    return Worked(question, ratio, solution, mistakes, params={"small": small, "large": large})
+
+
+EXERCISES = (
+    Exercise("ch05.ring-volume", "Per-rank volume of a ring all-reduce", "GB", 0.02,
+             "Each rank sends 2(N-1)/N * S: N-1 chunks in reduce-scatter, N-1 in all-gather (chapter 05).",
+             _ring_volume),
+    Exercise("ch05.ring-time", "Time of a ring all-reduce", "ms", 0.02,
+             "t = 2(N-1)(alpha + S/(N B)), B the one-direction bandwidth (chapter 05).", _ring_time),
+    Exercise("ch05.ring-steps", "Steps of a ring all-reduce", "", 0,
+             "Reduce-scatter then all-gather, N-1 steps each (chapter 05).", _ring_steps),
+    Exercise("ch05.naive-root", "The naive root's traffic", "GB", 0.02,
+             "The root sends one copy of the sum to every other rank (chapter 05, the naive approach).",
+             _naive_root),
+    Exercise("ch05.naive-vs-ring", "Naive root vs ring rank", "", 0.02,
+             "Compare (N-1) S with 2(N-1)/N S (chapter 05).", _naive_vs_ring),
+    Exercise("ch05.volume-growth", "Does ring volume grow with N?", "", 0.01,
+             "Per-rank volume 2(N-1)/N * S; take the ratio for the two N (chapter 05).", _volume_growth),
+)

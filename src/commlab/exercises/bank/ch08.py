@@ -1,0 +1,92 @@
+"""Chapter 08, NCCL and nccl-tests: algbw, busbw, and judging a measurement against the link."""
+from __future__ import annotations
+
+from commlab import collectives, cost, hardware, units
+from commlab.exercises.bank.common import draw_ranks, draw_round, duration, num, pick, rate, size
+from commlab.exercises.model import Exercise, Mistake, Worked
+
+_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast")
+_MACHINES = (("nvswitch2", "A100 SXM4 GPUs on NVSwitch"), ("nvswitch3", "H100 SXM GPUs on NVSwitch"),
+             ("nvswitch4", "B200 GPUs on NVSwitch"), ("pcie4", "GPUs on PCIe 4.0 x16"),
+             ("pcie5", "GPUs on PCIe 5.0 x16"))
+
+
+def _row(rng):
+    """One nccl-tests row: collective, ranks, size (power of two bytes), time in us (as printed, 2 decimals)."""
+    op = pick(rng, _OPS)
+    n = draw_ranks(rng, (4, 8))
+    machine, gpu = pick(rng, _MACHINES)
+    link = hardware.link(machine)
+    nbytes = 2 ** int(rng.integers(20, 34))
+    health = draw_round(rng, 0.5, 0.95, 0.05)
+    busbw_Bps = health * link.unidir_Bps
+    t_us = round(nbytes * collectives.busbw_factor(op, n) / busbw_Bps * 1e6, 2)
+    return op, n, link, gpu, nbytes, t_us
+
+
+def _algbw(rng) -> Worked:
+    op, n, link, gpu, nbytes, t_us = _row(rng)
+    algbw = float(cost.algbw_GBps(nbytes, t_us * 1e-6))
+    question = (f"nccl-tests' {op}_perf on {n} GPUs prints a row with size {nbytes} (B) and time {t_us:.2f} (us). "
+                "What algbw (GB/s) does it print?")
+    solution = (f"algbw = size / time = {nbytes} B / {t_us:.2f} us = {num(algbw)} GB/s (GB = 1e9 bytes, as "
+                "nccl-tests uses).")
+    mistakes = (Mistake(units.GB / units.GiB, "GiB/s instead of GB/s", "nccl-tests divides by 1e9, not 2^30"),)
+    return Worked(question, algbw, solution, mistakes, n_ranks=n, params={"op": op, "n_ranks": n})
+
+
+def _busbw(rng) -> Worked:
+    op, n, link, gpu, nbytes, t_us = _row(rng)
+    algbw = float(cost.algbw_GBps(nbytes, t_us * 1e-6))
+    busbw = float(cost.busbw_GBps(op, nbytes, t_us * 1e-6, n))
+    factor = collectives.busbw_factor(op, n)
+    question = (f"nccl-tests' {op}_perf on {n} GPUs: size {nbytes} (B), time {t_us:.2f} (us), algbw "
+                f"{algbw:.2f} (GB/s). What busbw (GB/s) does it print?")
+    solution = (f"busbw = algbw x F(N); for {op}, F({n}) = {num(factor)}: {algbw:.2f} x {num(factor)} = "
+                f"{num(busbw)} GB/s.")
+    mistakes = (Mistake(1 / factor, "factor F(N) left out", "busbw = algbw x F(N)"),
+                Mistake(1 / factor**2, "divided by F(N)", "busbw = algbw x F(N), not algbw / F(N)"))
+    return Worked(question, busbw, solution, mistakes, n_ranks=n, params={"op": op, "n_ranks": n})
+
+
+def _percent_of_link(rng) -> Worked:
+    op, n, link, gpu, nbytes, t_us = _row(rng)
+    busbw = round(float(cost.busbw_GBps(op, nbytes, t_us * 1e-6, n)), 1)
+    percent = 100 * busbw / link.unidir_GBps
+    question = (f"On {n} {gpu} (printed as {rate(link.bidir_GBps * units.GB)} per GPU, both directions), "
+                f"{op}_perf peaks at busbw {busbw:.1f} GB/s. What percentage of the link's usable bandwidth is "
+                "that?")
+    solution = (f"Hold busbw against one direction: {rate(link.unidir_Bps)}. {busbw:.1f} / "
+                f"{num(link.unidir_GBps)} = {num(percent)}%. Around 80% or more is healthy; far below points at "
+                "the topology or NCCL's settings.")
+    mistakes = (Mistake(0.5, "held against both directions", "busbw compares with the one-direction bandwidth"),)
+    return Worked(question, percent, solution, params={"op": op, "n_ranks": n, "link": link.name},
+                  mistakes=mistakes)
+
+
+def _time_from_busbw(rng) -> Worked:
+    op, n, link, gpu, nbytes, _ = _row(rng)
+    busbw = draw_round(rng, 0.6, 0.95, 0.05) * link.unidir_GBps
+    factor = collectives.busbw_factor(op, n)
+    t_s = nbytes * factor / (busbw * units.GB)
+    assert abs(float(cost.busbw_GBps(op, nbytes, t_s, n)) - busbw) <= 1e-9 * busbw
+    question = (f"A healthy {op} on {n} {gpu} reaches busbw {num(busbw)} GB/s at size {size(nbytes)} "
+                f"({nbytes} B). What time (us) would nccl-tests print for that row?")
+    solution = (f"algbw = busbw / F(N) = {num(busbw)} / {num(factor)} = {num(busbw / factor)} GB/s; "
+                f"time = size / algbw = {duration(t_s)}.")
+    mistakes = (Mistake(1 / factor, "factor F(N) left out", "the time follows from algbw = busbw / F(N)"),)
+    return Worked(question, t_s * 1e6, solution, mistakes, n_ranks=n, params={"op": op, "n_ranks": n})
+
+
+EXERCISES = (
+    Exercise("ch08.algbw", "algbw of an nccl-tests row", "GB/s", 0.02,
+             "algbw = size / time, with GB = 1e9 bytes (chapter 08, nccl-tests).", _algbw),
+    Exercise("ch08.busbw", "busbw of an nccl-tests row", "GB/s", 0.02,
+             "busbw = algbw x F(N): 2(N-1)/N for all_reduce, (N-1)/N for all_gather and friends, 1 for "
+             "broadcast (chapter 08).", _busbw),
+    Exercise("ch08.percent-of-link", "busbw against the link", "%", 0.02,
+             "Compare busbw with the link's one-direction bandwidth (chapter 08, is my cluster healthy?).",
+             _percent_of_link),
+    Exercise("ch08.time-from-busbw", "Expected time of an nccl-tests row", "us", 0.02,
+             "algbw = busbw / F(N), then time = size / algbw (chapter 08).", _time_from_busbw),
+)

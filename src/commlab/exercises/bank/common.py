@@ -1,0 +1,59 @@
+"""Helpers shared by the chapters' exercise banks: drawing parameters and writing numbers."""
+from __future__ import annotations
+
+import numpy as np
+
+from commlab import units
+from commlab.exercises.model import Mistake
+
+
+def pick(rng: np.random.Generator, choices):
+    """One element of a sequence, drawn with ``rng``."""
+    return choices[int(rng.integers(len(choices)))]
+
+
+def draw_ranks(rng: np.random.Generator, choices=(4, 6, 8, 12, 16, 32)) -> int:
+    """A number of ranks; the default choices avoid N = 2, where the ring factor 2(N-1)/N is 1."""
+    return int(pick(rng, choices))
+
+
+def draw_round(rng: np.random.Generator, low: float, high: float, step: float) -> float:
+    """A number from low to high (both included) on a grid of ``step``: easy to read in a question."""
+    n_steps = int(round((high - low) / step))
+    return round(low + step * int(rng.integers(n_steps + 1)), 10)
+
+
+def size(nbytes: float) -> str:
+    """A size in decimal units: "24.5 GB"."""
+    return units.format_nbytes(nbytes, digits=4)
+
+
+def rate(bw_Bps: float) -> str:
+    """A bandwidth: "450 GB/s"."""
+    return units.format_bandwidth(bw_Bps, digits=4)
+
+
+def duration(t_s: float) -> str:
+    """A time: "54.44 ms"."""
+    return units.format_time(t_s, digits=4)
+
+
+def as_shown_s(t_s: float) -> float:
+    """A time rounded as :func:`duration` prints it, so that answers follow from the question's own text."""
+    return units.parse_time_s(duration(t_s))
+
+
+def num(value: float, digits: int = 4) -> str:
+    """A plain number with ``digits`` significant digits: "1.75"."""
+    return f"{value:.{digits}g}"
+
+
+def used_bidirectional(what: str = "bandwidth") -> Mistake:
+    """The answer when the bidirectional figure replaces the one-direction one (a time halves)."""
+    return Mistake(0.5, "used the bidirectional figure",
+                   f"one transfer runs at the one-direction {what}; the vendor's headline adds both directions")
+
+
+def ratio_mistake(wrong: float, right: float, name: str, explain: str) -> Mistake:
+    """A mistake whose factor is the wrong formula's value over the right one, both computed by commlab."""
+    return Mistake(float(wrong) / float(right), name, explain)

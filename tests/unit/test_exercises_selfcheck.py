@@ -1,0 +1,47 @@
+"""Chapter 10: every item of the seed article's self-check list maps to exercises that exist."""
+from __future__ import annotations
+
+import re
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from commlab import exercises as ex
+
+SEEDS_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "seeds"
+
+
+def _seed_items() -> list[str]:
+    """The items between the seed's "Self-check list" heading and "References", one per "- Can ..."."""
+    files = sorted(SEEDS_DIR.glob("000_*.txt"))
+    if not files:
+        pytest.skip(f"the seed article is not at {SEEDS_DIR}")
+    text = files[0].read_text(encoding="utf-8")
+    start = text.rindex("Self-check list")
+    end = text.index("References", start)
+    section = "".join(c for c in text[start + len("Self-check list"):end] if unicodedata.category(c) != "So")
+    body = " ".join(section.split())  # drops the emoji headings; items wrap across lines in the seed
+    items = [item.strip(" -") for item in re.split(r"(?:^|\s)- (?=Can )", body) if item.strip(" -")]
+    assert len(items) >= 10, items
+    return items
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", "", text).casefold()
+
+
+def test_every_seed_item_is_mapped():
+    mapped = {_squash(item): ids for item, _, ids in ex.SELF_CHECK}
+    missing = [item for item in _seed_items() if _squash(item) not in mapped]
+    assert not missing, missing
+    assert len(ex.SELF_CHECK) == len(_seed_items())
+
+
+def test_mapped_exercises_exist_and_chapters_are_valid():
+    known = set(ex.ids())
+    for item, chapter, ids in ex.SELF_CHECK:
+        assert chapter in ex.CHAPTERS and ids, item
+        assert set(ids) <= known, (item, set(ids) - known)
+    used = {i for _, _, ids in ex.SELF_CHECK for i in ids}
+    assert set(ex.ids("10")) <= used
