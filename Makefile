@@ -34,11 +34,15 @@ test-unit: install
 	$(PY) -m pytest tests/unit tests/dist tests/notebooks -n $(PYTEST_WORKERS) --dist loadscope
 	$(PY) -m pytest --doctest-modules src/commlab -p no:cacheprovider -q
 
+# notebooks under test keep their exercise progress out of the user's home, and run the labs with solutions
+NOTEBOOK_ENV := COMMLAB_PROGRESS=$(CURDIR)/_build/test-progress.json COMMLAB_LEARNER=ci COMMLAB_LAB_SOLUTIONS=1
+
 test-notebooks: install
-	$(PY) -m pytest --nbval-lax --nbval-cell-timeout=240 chapters labs -n $(PYTEST_WORKERS) --dist loadscope -p no:cacheprovider
+	mkdir -p _build
+	$(NOTEBOOK_ENV) $(PY) -m pytest --nbval-lax --nbval-cell-timeout=240 chapters labs -n $(PYTEST_WORKERS) --dist loadscope -p no:cacheprovider
 
 test-browser: install
-	$(PY) -m pytest tests/browser -p no:cacheprovider
+	$(NOTEBOOK_ENV) $(PY) -m pytest tests/browser -p no:cacheprovider
 
 book: install
 	$(VENV)/bin/commlab book build --execute --out _build/html

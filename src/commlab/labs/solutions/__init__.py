@@ -1,0 +1,1 @@
+"""Reference solutions of the labs, one module per lab (see commlab.labs)."""
