@@ -163,3 +163,12 @@ roce-200, roce-400, eth-25-tcp, eth-100-tcp
         if item.name == key:
             return item
     raise CommlabError(f"unknown link {name!r}; known links: {', '.join(names())}")
+
+
+def bandwidth_ratio(link_a: str | Link, link_b: str | Link) -> float:
+    """How many times faster ``link_a`` is than ``link_b``, one direction each (chapter 01's ratio explorer).
+
+    >>> bandwidth_ratio("nvlink4", "pcie5"), bandwidth_ratio("nvlink5", "pcie4")
+    (7.03125, 28.125)
+    """
+    return link(link_a).unidir_GBps / link(link_b).unidir_GBps

@@ -196,3 +196,17 @@ def test_bucket_assignment_matches_torch_reducer(sizes, cap_mb, first_mb):
     # torch takes the limits in whole bytes: give the simulator the same ones
     cfg = _config(sizes, [MS] * len(sizes), bucket_cap_mb=limits[1] / MiB, first_bucket_mb=limits[0] / MiB)
     assert _buckets(cfg) == [tuple(b) for b in expected]
+
+
+def test_exposed_intervals_add_up_to_exposed_time():
+    """The red bands of chapter 07: spans with communication and no compute, summing to exposed_comm_s."""
+    from commlab.overlap import DDPConfig, simulate, uniform_layers
+
+    for cap_mb in (0.5, 4.0, 25.0, math.inf):
+        cfg = DDPConfig(layers=uniform_layers(12, 4 * 2**20, 2e-3), n_ranks=8, alpha_s=20e-6, bw_GBps=5.0,
+                        bucket_cap_mb=cap_mb)
+        timeline = simulate(cfg)
+        spans = timeline.exposed_intervals()
+        assert sum(end - start for start, end in spans) == pytest.approx(timeline.exposed_comm_s, abs=1e-12)
+        for start, end in spans:
+            assert not any(c.start_s < end and c.end_s > start for c in timeline.compute)

@@ -56,6 +56,17 @@ def _check_intervals(intervals, what: str) -> None:
             raise CommlabError(f"a {what} interval must have 0 <= start_s <= end_s, got {iv!r}")
 
 
+def _union(spans: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Merge overlapping (start, end) spans into disjoint ones, sorted."""
+    merged: list[list[float]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    return [(a, b) for a, b in merged]
+
+
 @dataclass(frozen=True)
 class Timeline:
     """Compute and communication intervals of one step, with the derived costs as properties."""
@@ -89,6 +100,25 @@ class Timeline:
     def exposed_comm_s(self) -> float:
         """Communication not hidden behind compute: step time - compute time."""
         return max(self.step_s - self.compute_s, 0.0)
+
+    def exposed_intervals(self) -> tuple[tuple[float, float], ...]:
+        """Spans (start_s, end_s) where communication runs and no compute hides it (chapter 07's red bands).
+
+        In the simulators compute only ever waits for communication, so the spans add up to exposed_comm_s.
+        """
+        busy = _union([(iv.start_s, iv.end_s) for iv in self.compute])
+        spans = []
+        for start, end in _union([(iv.start_s, iv.end_s) for iv in self.comm]):
+            cursor = start
+            for b_start, b_end in busy:
+                if b_end <= cursor or b_start >= end:
+                    continue
+                if b_start > cursor:
+                    spans.append((cursor, b_start))
+                cursor = max(cursor, b_end)
+            if cursor < end:
+                spans.append((cursor, end))
+        return tuple(spans)
 
     @property
     def overlap_fraction(self) -> float:

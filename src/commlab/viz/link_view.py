@@ -20,7 +20,7 @@ _COLOURS = (ALGO_COLORS["ring"], ALGO_COLORS["tree"])
 def link_ratio(link_a, link_b) -> float:
     """How many times faster ``link_a`` is than ``link_b``, one direction each: B_a / B_b (chapter 01)."""
     a, b = hardware.link(link_a), hardware.link(link_b)
-    return a.unidir_GBps / b.unidir_GBps
+    return hardware.bandwidth_ratio(a, b)
 
 
 def link_ratio_figure(link_a: str = "nvlink4", link_b: str = "pcie5", nbytes: float = 14e9) -> Figure:

@@ -52,13 +52,12 @@ def _draw_stream(ax, row: int, intervals, colour: str, width_pt: float, t_span_s
 def timeline_streams(timeline) -> tuple[list[Stream], list[tuple[float, float]]]:
     """Streams and exposed span of a :class:`commlab.overlap.Timeline`.
 
-    The exposed span is the last ``exposed_comm_s`` of the step (``step_s - exposed_comm_s`` to ``step_s``),
+    The exposed spans come from ``Timeline.exposed_intervals()`` (communication running while compute is idle),
     as the Timeline defines it: what the step takes beyond its compute.
     """
     compute = [(iv.name or f"L{iv.layer}", iv.start_s, iv.end_s) for iv in timeline.compute]
     comm = [(f"b{iv.bucket}", iv.start_s, iv.end_s) for iv in timeline.comm]
-    exposed_s, step_s = timeline.exposed_comm_s, timeline.step_s
-    exposed = [(step_s - exposed_s, step_s)] if exposed_s > 0 else []
+    exposed = list(timeline.exposed_intervals())
     return [("compute", compute), ("communication", comm)], exposed
 
 
