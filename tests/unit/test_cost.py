@@ -92,3 +92,9 @@ def test_bad_parameters():
         cost.ring_all_reduce_time_s(-1, 4, 0, 1e9)
     with pytest.raises(CommlabError, match="algorithm"):
         cost.all_reduce_time_s("star", 1, 4, 0, 1e9)
+
+
+def test_p2p_time_and_half_bandwidth_size():
+    a, b = 2e-6, 25e9
+    assert float(cost.p2p_time_s(a * b, a, b)) == pytest.approx(2 * a)   # at S = alpha*B both terms are equal
+    assert float(cost.collective_time_s("sendrecv", 1e6, 2, "ib-ndr")) == pytest.approx(1e-6 + 1e6 / 50e9)

@@ -3,7 +3,7 @@
 NCCL's own (simplified) tuning model lives in :mod:`commlab.cost.nccl_model`.
 """
 from commlab.cost.alpha_beta import (
-    ALL_REDUCE_ALGOS, all_reduce_time_s, double_tree_all_reduce_time_s, naive_all_reduce_time_s,
+    ALL_REDUCE_ALGOS, all_reduce_time_s, p2p_time_s, double_tree_all_reduce_time_s, naive_all_reduce_time_s,
     pipelined_tree_all_reduce_time_s, recursive_doubling_all_reduce_time_s, ring_all_gather_time_s,
     ring_all_reduce_time_s, ring_reduce_scatter_time_s, tree_all_reduce_time_s, tree_depth,
 )
@@ -13,7 +13,7 @@ from commlab.cost.nccl_model import Choice, default_bus_bw_GBps, nccl_choose, nc
 
 __all__ = [
     "ALL_REDUCE_ALGOS", "AlphaBeta", "Choice", "default_bus_bw_GBps", "nccl_choose", "nccl_time_us",
-    "switch_points", "algbw_GBps", "all_reduce_time_s", "busbw_GBps", "collective_time_s",
+    "switch_points", "p2p_time_s", "algbw_GBps", "all_reduce_time_s", "busbw_GBps", "collective_time_s",
     "crossover_nbytes", "double_tree_all_reduce_time_s", "fit_alpha_beta", "naive_all_reduce_time_s",
     "pipelined_tree_all_reduce_time_s", "recursive_doubling_all_reduce_time_s", "ring_all_gather_time_s",
     "ring_all_reduce_time_s", "ring_reduce_scatter_time_s", "tree_all_reduce_time_s", "tree_depth",

@@ -43,6 +43,16 @@ def _prepare(nbytes, n_ranks, alpha_s, bw_Bps):
     return s, n, a, b
 
 
+def p2p_time_s(nbytes, alpha_s, bw_Bps):
+    """One message: alpha + S/B (Hockney). The half-bandwidth size, where both terms are equal, is alpha * B.
+
+    >>> float(p2p_time_s(1e6, 1e-6, 50e9))
+    2.1e-05
+    """
+    s, _, a, b = _prepare(nbytes, 2, alpha_s, bw_Bps)
+    return a + s / b
+
+
 def tree_depth(n_ranks):
     """D = ceil(log2 N), 0 for one rank."""
     n = np.asarray(n_ranks, dtype=float)

@@ -34,8 +34,8 @@ def _chain_time_s(nbytes, n_ranks, alpha_s, bw_Bps):
 
 
 def _p2p_time_s(nbytes, n_ranks, alpha_s, bw_Bps):
-    s, n, a, b = ab._prepare(nbytes, n_ranks, alpha_s, bw_Bps)
-    return np.where(n <= 1, 0.0, a + s / b)
+    n = np.asarray(n_ranks, dtype=float)
+    return np.where(n <= 1, 0.0, ab.p2p_time_s(nbytes, alpha_s, bw_Bps))
 
 
 def collective_time_s(op: str, nbytes, n_ranks, link: Link | str, algo: str = "ring"):
