@@ -46,8 +46,8 @@ def _prepare(nbytes, n_ranks, alpha_s, bw_Bps):
 def p2p_time_s(nbytes, alpha_s, bw_Bps):
     """One message: alpha + S/B (Hockney). The half-bandwidth size, where both terms are equal, is alpha * B.
 
-    >>> float(p2p_time_s(1e6, 1e-6, 50e9))
-    2.1e-05
+    >>> round(float(p2p_time_s(1e6, 1e-6, 50e9)) * 1e6, 6)   # us
+    21.0
     """
     s, _, a, b = _prepare(nbytes, 2, alpha_s, bw_Bps)
     return a + s / b
