@@ -6,7 +6,9 @@ rank from :meth:`CollectiveSpec.bytes_sent_per_rank`; the benchmark checks every
 Semantics follow torch.distributed: ``reduce_scatter`` gives rank r the r-th piece (``np.array_split`` order)
 of the reduction; ``all_gather`` concatenates in rank order; ``all_to_all`` sends piece j of rank i to rank j,
 whose output concatenates the pieces it got in rank order; ``sendrecv`` sends to rank r+1 and receives from
-rank r-1 (mod N), as nccl-tests' sendrecv_perf does.
+rank r-1 (mod N), as nccl-tests' sendrecv_perf does. For reduce and gather only the root's result is defined:
+the references leave the other ranks' buffers as they were, but a backend may use them as scratch (gloo's
+reduce leaves partial sums there), so checks compare the root only.
 
 Sizes follow nccl-tests (``count`` is its `count` column, ``size_nbytes`` its `size` column, the numerator of
 algbw): for all_reduce, broadcast, reduce and sendrecv ``size = count * itemsize``; for all_gather,

@@ -157,3 +157,46 @@ def test_any_symmetric_matrix_survives_format_and_parse(n, data):
     matrix = tuple(tuple("X" if i == j else cells[min(i, j), max(i, j)] for j in range(n)) for i in range(n))
     topo = Topology(gpus=tuple(Gpu(i) for i in range(n)), matrix=matrix)
     assert parse_topo_text(format_matrix(topo)).matrix == matrix
+
+
+# The shipped examples (commlab/data/topology): each names its source, title, GPU model and PCIe generation.
+
+def test_every_shipped_example_carries_the_four_header_comments():
+    from importlib import resources
+
+    from commlab.topology import example_names
+
+    assert "v100-sxm2-8" in example_names()
+    folder = resources.files("commlab").joinpath("data", "topology")
+    for name in example_names():
+        header = [line for line in folder.joinpath(f"{name}.txt").read_text().splitlines() if line.startswith("#")]
+        assert header[0].startswith("# source: https://github.com/"), name
+        assert [line.split(":")[0] for line in header[:4]] == ["# source", "# title", "# gpu_name", "# pcie_gen"]
+
+
+def test_the_dgx1_v100_example_is_the_published_hybrid_cube_mesh():
+    from commlab.topology import example
+
+    topo = example("v100-sxm2-8")
+    # rows 0 and 7 as printed in DLPerf's Wide & Deep report (read by eye)
+    assert topo.matrix[0] == ("X", "NV1", "NV1", "NV2", "NV2", "SYS", "SYS", "SYS")
+    assert topo.matrix[7] == ("SYS", "SYS", "SYS", "NV1", "NV2", "NV1", "NV2", "X")
+    assert {gpu.name for gpu in topo.gpus} == {"Tesla V100-SXM2-16GB"}
+    assert {gpu.pcie_gen_max for gpu in topo.gpus} == {3}
+    assert topo.nics[0].relations == ("NODE", "NODE", "PIX", "PIX", "SYS", "SYS", "SYS", "SYS")
+    assert topo.matrix == load("v100_sxm2_8gpu_hybrid_cube_mesh.txt").matrix   # DLPerf's other report, same box
+
+
+def test_the_dgx1_v100_example_advice_keeps_tp_inside_a_cube_face():
+    from commlab.topology import advice, example
+
+    # Worked out by hand from the matrix: GPU i's NVLink peers are
+    #   0: 1 2 3 4   1: 0 2 3 5   2: 0 1 3 6   3: 0 1 2 7
+    #   4: 0 5 6 7   5: 1 4 6 7   6: 2 4 5 7   7: 3 4 5 6
+    # {0,1,2,3} and {4,5,6,7} are fully joined (4-cliques). No fifth GPU joins either: its one link into the
+    # other quad (0-4, 1-5, 2-6, 3-7) reaches a single member. So the two quads, and TP <= 4.
+    got = advice(example("v100-sxm2-8"))
+    assert got.nvlink_groups == ((0, 1, 2, 3), (4, 5, 6, 7))
+    assert got.tp_size == 4
+    # The NV2 pairs 0-3, 3-2, 2-1, 1-5, 5-6, 6-7, 7-4, 4-0 close a ring of 8, so no hop needs to be NV1 or SYS.
+    assert got.ring_bottleneck == "NV2"

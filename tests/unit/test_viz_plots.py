@@ -166,3 +166,113 @@ def test_link_ratio_figure_shows_the_catalogue_ratio_and_times():
         link_ratio_figure("nvlink9", "pcie5", 1e9)
     with pytest.raises(CommlabError, match="nbytes"):
         link_ratio_figure("nvlink4", "pcie5", -1)
+
+
+# Presentation: nothing cut, one colour per relation across the book, text a reader can read.
+
+def relation_cells(fig) -> list[list[tuple]]:
+    """The RGBA drawn in each matrix cell, read back from the heatmap image."""
+    image = fig.axes[0].images[0]
+    return [[tuple(np.round(c, 6)) for c in row] for row in image.to_rgba(image.get_array())]
+
+
+def relative_luminance(rgba) -> float:
+    """WCAG 2 / IEC 61966-2-1 relative luminance of an sRGB colour (written out here)."""
+    rgb = np.asarray(rgba[:3], dtype=float)
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    return float(linear @ [0.2126, 0.7152, 0.0722])
+
+
+def drawn_extents(fig):
+    """Render the figure whole (bbox_inches=None) and return its renderer, as a notebook shows it."""
+    fig.savefig(io.BytesIO(), format="png", bbox_inches=None)
+    return fig.canvas.get_renderer()
+
+
+def inside(inner, outer, tol=0.5) -> bool:
+    return (inner.x0 >= outer.x0 - tol and inner.y0 >= outer.y0 - tol
+            and inner.x1 <= outer.x1 + tol and inner.y1 <= outer.y1 + tol)
+
+
+def twelve_gpus():
+    n = 12
+    matrix = [["X" if i == j else ("NV12" if i // 4 == j // 4 else "SYS") for j in range(n)] for i in range(n)]
+    return matrix, [f"GPU{i} (long name)" for i in range(n)]
+
+
+@pytest.mark.parametrize("name", ["a40-pcie-8", "pcie-4gpu", "h100-sxm-8", "v100-sxm2-8", "twelve", "mixed"])
+def test_topology_figure_cuts_nothing_and_keeps_the_legend_off_the_matrix(name):
+    from commlab.topology.examples import example
+
+    if name == "twelve":
+        fig = plot_topology(*twelve_gpus(), title="a title wider than the matrix it sits over, by a long way")
+    elif name == "mixed":
+        fig = plot_topology([["X", "PXB", "NV1"], ["PXB", "X", "SOC"], ["NV1", "SOC", "X"]])
+    else:
+        fig = plot_topology(example(name))
+    renderer = drawn_extents(fig)
+    ax, legend = fig.axes[0], fig.legends[0]
+    everything = fig.get_tightbbox(renderer).transformed(fig.dpi_scale_trans)   # inches -> pixels
+    assert inside(everything, fig.bbox), (everything, fig.bbox)
+    matrix_and_labels = ax.get_tightbbox(renderer)
+    key = legend.get_window_extent(renderer)
+    assert inside(key, fig.bbox) and inside(matrix_and_labels, fig.bbox)
+    assert key.y1 < matrix_and_labels.y0, "the legend sits under the matrix and its labels"
+
+
+def test_topology_colours_are_one_scale_for_the_whole_book():
+    from commlab.topology.examples import example
+
+    pcie_only = example("pcie-4gpu")                       # PHB at (0, 1), SYS at (0, 2), and nothing faster
+    mixed = [["X", "SYS", "NV4", "PIX"],
+             ["SYS", "X", "NV18", "PHB"],
+             ["NV4", "NV18", "X", "NODE"],
+             ["PIX", "PHB", "NODE", "X"]]
+    assert pcie_only.relation(0, 1) == "PHB" and pcie_only.relation(0, 2) == "SYS"
+    a, b = relation_cells(plot_topology(pcie_only)), relation_cells(plot_topology(mixed))
+    assert a[0][1] == b[1][3], "PHB has one colour in every figure"
+    assert a[0][2] == b[0][1], "so has SYS"
+    assert a[0][0] == b[0][0], "so has X"
+    assert b[1][2] != b[1][3], "NV18 is not PHB's colour"
+
+
+def test_topology_colours_run_dark_to_light_from_fastest_to_slowest():
+    fastest_first = ["NV18", "NV12", "NV8", "NV6", "NV4", "NV2", "NV1", "PIX", "PXB", "PHB", "NODE", "SYS", "SOC"]
+    n = len(fastest_first) + 1
+    matrix = [["X"] + fastest_first] + [["SYS"] * n for _ in range(n - 1)]
+    for i in range(n):
+        matrix[i][i] = "X"
+    cells = relation_cells(plot_topology(matrix))[0][1:]
+    luminance = [relative_luminance(c) for c in cells]
+    assert all(lo < hi for lo, hi in zip(luminance, luminance[1:])), list(zip(fastest_first, luminance))
+    contrast = [(hi + 0.05) / (lo + 0.05) for lo, hi in zip(luminance, luminance[1:])]   # WCAG contrast ratio
+    assert min(contrast[4:]) > 1.15, contrast   # NV4 and slower: neighbours that share machines stay apart
+
+
+def visible_texts(fig):
+    return [t for t in fig.findobj(matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: plot_topology(*twelve_gpus()),
+    lambda: plot_topology([["X", "NV2"], ["NV2", "X"]]),
+    lambda: link_ratio_figure("nvlink4", "pcie5", 14e9),
+], ids=["topology-12", "topology-2", "link-ratio"])
+def test_every_text_a_reader_reads_is_at_least_10_pt(make):
+    fig = make()
+    sizes = {t.get_text(): t.get_fontsize() for t in visible_texts(fig)}
+    assert sizes and min(sizes.values()) >= 10, {k: v for k, v in sizes.items() if v < 10}
+
+
+@pytest.mark.parametrize("links", [("nvlink4", "pcie5", 14e9), ("nvlink2", "eth-25-tcp", 1e6)])
+def test_link_ratio_footer_is_inside_and_clear_of_both_panels(links):
+    fig = link_ratio_figure(*links)
+    renderer = drawn_extents(fig)
+    footer = [t for t in visible_texts(fig) if t.get_text().startswith("figures: commlab.hardware")]
+    assert len(footer) == 1
+    box = footer[0].get_window_extent(renderer)
+    assert inside(box, fig.bbox)
+    for ax in fig.axes:
+        assert not box.overlaps(ax.get_tightbbox(renderer)), ax.get_xlabel()
+    everything = fig.get_tightbbox(renderer).transformed(fig.dpi_scale_trans)
+    assert inside(everything, fig.bbox)

@@ -12,7 +12,7 @@ from commlab import cost, hardware
 from commlab.errors import CommlabError
 from commlab.units import GiB, format_nbytes, format_time
 from commlab.viz.render import new_figure
-from commlab.viz.style import ALGO_COLORS, INK, MUTED, use_book_style
+from commlab.viz.style import ALGO_COLORS, INK, MIN_FONT_PT, MUTED, use_book_style
 
 _COLOURS = (ALGO_COLORS["ring"], ALGO_COLORS["tree"])
 
@@ -30,7 +30,7 @@ def link_ratio_figure(link_a: str = "nvlink4", link_b: str = "pcie5", nbytes: fl
         raise CommlabError(f"nbytes must be a positive size, got {nbytes!r}")
     times_s = [float(cost.collective_time_s("sendrecv", nbytes, 2, item)) for item in (a, b)]
     with use_book_style():
-        fig = new_figure(10.0, 3.6, layout="constrained")
+        fig = new_figure(10.0, 3.9, layout="constrained")
         left, right = fig.subplots(1, 2)
         names = [f"{item.title}\n({item.name})" for item in (a, b)]
         bars = left.barh(names, [a.unidir_GBps, b.unidir_GBps], color=_COLOURS)
@@ -46,8 +46,9 @@ def link_ratio_figure(link_a: str = "nvlink4", link_b: str = "pcie5", nbytes: fl
         right.set_xlim(0, max(times_s) * 1.3)
         right.xaxis.set_major_formatter(lambda t, _p: format_time(t) if t else "0")
         fig.suptitle(f"{a.name} is {link_ratio(a, b):.3g}x {b.name} (one direction each)", x=0.01, ha="left")
-        fig.text(0.99, 0.01, "figures: commlab.hardware (sources in each link's .source)", ha="right",
-                 fontsize=7.5, color=MUTED)
+        # a figure-level x label, so constrained layout keeps a row for it under both panels' x labels
+        fig.supxlabel("figures: commlab.hardware (sources in each link's .source)", x=0.99, ha="right",
+                      fontsize=MIN_FONT_PT, color=MUTED)
     return fig
 
 

@@ -36,9 +36,12 @@ ALARM = "#D00000"
 #: Algorithm colours for cost plots (ring, tree, double tree, naive, recursive doubling), Okabe-Ito.
 ALGO_COLORS = MappingProxyType({"ring": "#0072B2", "tree": "#D55E00", "double-tree": "#009E73", "naive": "#CC79A7",
                "recursive-doubling": "#E69F00"})
-#: Font sizes in points, legible on a laptop screen and in the static HTML book.
+#: The house rule: nothing a reader must read is set smaller than this, in points.
+MIN_FONT_PT = 10
+#: Font sizes in points, legible on a laptop screen and in the static HTML book; none below :data:`MIN_FONT_PT`.
 FONT_SIZES = MappingProxyType({"font.size": 11, "axes.titlesize": 12, "axes.labelsize": 11, "xtick.labelsize": 10,
-              "ytick.labelsize": 10, "legend.fontsize": 9, "figure.titlesize": 13})
+              "ytick.labelsize": 10, "legend.fontsize": 10, "legend.title_fontsize": 10,
+              "figure.titlesize": 13, "figure.labelsize": 11})
 
 
 def rank_colors(n_ranks: int) -> tuple[str, ...]:
