@@ -20,7 +20,7 @@ def v100() -> Topology:
 
 
 def test_examples_are_the_shipped_machines_with_names_and_sources():
-    assert example_names() == ("a100-sxm-8", "a40-pcie-8", "h100-sxm-8", "pcie-4gpu")
+    assert example_names() == ("a100-sxm-8", "a40-pcie-8", "h100-sxm-8", "pcie-4gpu", "v100-sxm2-8")
     h100 = examples()["h100-sxm-8"]
     assert h100.source == "example: h100-sxm-8" and h100.names() == ["NVIDIA H100 80GB HBM3"] * 8
     assert any(note.startswith("source: https://github.com/") for note in h100.notes)

@@ -51,3 +51,16 @@ def test_book_style_is_a_context():
         assert matplotlib.rcParams["axes.spines.top"] is False
         assert matplotlib.rcParams["font.size"] >= 10
     assert (matplotlib.rcParams["axes.spines.top"], matplotlib.rcParams["font.size"]) == before
+
+
+def test_no_book_font_is_under_the_house_minimum_of_10_pt():
+    from commlab.viz.style import FONT_SIZES, MIN_FONT_PT
+
+    assert MIN_FONT_PT == 10
+    assert {"font.size", "legend.fontsize", "xtick.labelsize", "ytick.labelsize"} <= set(FONT_SIZES)
+    assert min(FONT_SIZES.values()) >= 10, dict(FONT_SIZES)
+    with use_book_style():
+        for key in ("font.size", "legend.fontsize", "xtick.labelsize", "ytick.labelsize", "axes.labelsize"):
+            assert matplotlib.rcParams[key] >= 10, key
+        title = matplotlib.rcParams["legend.title_fontsize"]
+        assert title is None or title >= 10

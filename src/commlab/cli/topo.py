@@ -20,7 +20,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     source.add_argument("--from-file", metavar="FILE", default=None,
                         help="text of `nvidia-smi topo -m`, or - for standard input")
     source.add_argument("--example", metavar="NAME", default=None,
-                        help="a shipped machine: a100-sxm-8, a40-pcie-8, h100-sxm-8, pcie-4gpu")
+                        help="a shipped machine: a100-sxm-8, a40-pcie-8, h100-sxm-8, pcie-4gpu, v100-sxm2-8")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     return p
 

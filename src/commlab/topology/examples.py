@@ -5,7 +5,7 @@ lines before it say where it was published (``# source:``), what the machine is 
 text itself cannot say: the GPU model (``# gpu_name:``) and its PCIe generation (``# pcie_gen:``).
 
 >>> sorted(examples())
-['a100-sxm-8', 'a40-pcie-8', 'h100-sxm-8', 'pcie-4gpu']
+['a100-sxm-8', 'a40-pcie-8', 'h100-sxm-8', 'pcie-4gpu', 'v100-sxm2-8']
 >>> example("h100-sxm-8").relation(0, 7)
 'NV18'
 """

@@ -72,9 +72,13 @@ def relation_order(cells: set[str]) -> list[tuple[str, str]]:
     """
     nvlinks = sorted((c for c in cells if _NV_RE.match(c)), key=lambda c: -int(_NV_RE.match(c).group(1)))
     order = [("X", "the device itself")] if "X" in cells else []
-    order += [(c, f"{_NV_RE.match(c).group(1)} bonded NVLinks") for c in nvlinks]
+    order += [(c, _nvlink_meaning(int(_NV_RE.match(c).group(1)))) for c in nvlinks]
     order += [(name, meaning) for name, meaning in PATH_RELATIONS if name in cells]
     return order
+
+
+def _nvlink_meaning(links: int) -> str:
+    return f"{links} bonded NVLink{'s' if links != 1 else ''}"
 
 
 def relation_color(relation: str) -> tuple[float, float, float, float]:
@@ -131,7 +135,7 @@ def plot_topology(matrix, labels: Sequence[str] | None = None, title: str = "") 
     colours = [relation_color(name) for name, _ in order]
     n = len(labels)
     with use_book_style():
-        fig = new_figure(n * _CELL_IN + 2.0, n * _CELL_IN + 2.0)
+        fig = new_figure(1.0, 1.0)  # sized by _fit once the labels and legend can be measured
         ax = fig.add_axes((0.1, 0.1, 0.8, 0.8))
         ax.imshow(codes, cmap=ListedColormap(colours), vmin=-0.5, vmax=len(order) - 0.5, aspect="equal")
         _annotate(ax, rows, codes, colours)
