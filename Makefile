@@ -22,8 +22,11 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# JupyterLab refuses to run as root without --allow-root (containers, cloud GPU boxes)
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: install
-	$(VENV)/bin/jupyter lab --ServerApp.ip=$(HOST) --ServerApp.port=$(PORT) \
+	$(VENV)/bin/jupyter lab --ServerApp.ip=$(HOST) --ServerApp.port=$(PORT) $(ALLOW_ROOT) \
 		--ServerApp.root_dir=$(CURDIR) chapters/00_welcome.ipynb
 
 test: install
@@ -39,7 +42,7 @@ NOTEBOOK_ENV := COMMLAB_PROGRESS=$(CURDIR)/_build/test-progress.json COMMLAB_LEA
 
 test-notebooks: install
 	mkdir -p _build
-	$(NOTEBOOK_ENV) $(PY) -m pytest --nbval-lax --nbval-cell-timeout=240 chapters labs -n $(PYTEST_WORKERS) --dist loadscope -p no:cacheprovider
+	$(NOTEBOOK_ENV) $(PY) -m pytest --nbval-lax --nbval-current-env --nbval-cell-timeout=240 chapters labs -n $(PYTEST_WORKERS) --dist loadscope -p no:cacheprovider
 
 test-browser: install
 	$(NOTEBOOK_ENV) $(PY) -m pytest tests/browser -p no:cacheprovider
