@@ -10,6 +10,8 @@ with a :class:`ProgressWarning` naming both paths, never silently dropped.
 
 Layout: ``{"format": "commlab-progress", "version": 1, "learners": {learner: {exercise id:
 {"attempts": int, "solved": bool, "first_solved": ISO time or null}}}}``.
+
+:func:`chapter_progress` sums one learner's records per chapter (chapter 10's progress bars).
 """
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ from pathlib import Path
 
 from commlab.errors import CommlabError
 from commlab.exercises.locking import locked
+from commlab.exercises.registry import exercises
+from commlab.exercises.seeding import current_learner
 
 ENV_PROGRESS = "COMMLAB_PROGRESS"
 FORMAT = "commlab-progress"
@@ -164,3 +168,32 @@ def record_attempt(exercise_id: str, learner: str, correct: bool,
     except OSError as exc:
         raise CommlabError(f"cannot write the progress file {target}: {exc.strerror or exc}; set "
                            f"{ENV_PROGRESS} to a writable path") from exc
+
+
+@dataclass(frozen=True)
+class ChapterProgress:
+    """One learner's exercises of one chapter: solved, attempted but not solved, not attempted."""
+
+    solved: int = 0
+    attempted: int = 0
+    untouched: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.solved + self.attempted + self.untouched
+
+
+def chapter_progress(learner: object = None, path: str | os.PathLike | None = None) -> dict[str, ChapterProgress]:
+    """{chapter ("01".."10"): ChapterProgress} for every chapter with registered exercises, in chapter order.
+
+    The learner is as in :func:`~commlab.exercises.seeding.current_learner` (the argument, else
+    ``COMMLAB_LEARNER``, else the default); the file as in :func:`progress_path`. Records of ids that are no
+    longer registered are ignored; an exercise without a record counts as untouched.
+    """
+    records = load(path)["learners"].get(current_learner(learner), {})
+    counts: dict[str, list[int]] = {}
+    for exercise in exercises():
+        raw = records.get(exercise.id)
+        column = 2 if not raw or raw["attempts"] == 0 else (0 if raw["solved"] else 1)
+        counts.setdefault(exercise.chapter, [0, 0, 0])[column] += 1
+    return {chapter: ChapterProgress(*counts[chapter]) for chapter in sorted(counts)}

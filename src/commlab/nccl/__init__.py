@@ -7,8 +7,8 @@ link, list the environment variables NCCL and torch read, and read NCCL_DEBUG=IN
 """
 from commlab.nccl.debuglog import Connection, DebugLog, TreeNode, read_debug_log
 from commlab.nccl.env import EnvVar, catalogue, lookup, names
-from commlab.nccl.envcheck import TorchNameReport, check_torch_names
-from commlab.nccl.examples import debug_logs, nccl_tests_log, nccl_tests_logs
+from commlab.nccl.envcheck import TorchNameReport, check_torch_names, torch_version
+from commlab.nccl.examples import FixtureRoof, debug_logs, fixture_link, fixture_roof, nccl_tests_log, nccl_tests_logs
 from commlab.nccl.format import avg_busbw_GBps, format_row, format_table
 from commlab.nccl.parse import NcclTestsLog, parse_log
 from commlab.nccl.records import Measure, Row
@@ -17,7 +17,7 @@ from commlab.nccl.summary import Summary, Verdict, half_peak_size_bytes, peak_bu
 __all__ = [
     "Measure", "Row", "NcclTestsLog", "parse_log", "format_table", "format_row", "avg_busbw_GBps",
     "Summary", "Verdict", "summarize", "verdict", "peak_busbw_GBps", "half_peak_size_bytes",
-    "EnvVar", "catalogue", "lookup", "names", "TorchNameReport", "check_torch_names",
+    "EnvVar", "catalogue", "lookup", "names", "TorchNameReport", "check_torch_names", "torch_version",
     "DebugLog", "Connection", "TreeNode", "read_debug_log",
-    "nccl_tests_logs", "nccl_tests_log", "debug_logs",
+    "nccl_tests_logs", "nccl_tests_log", "debug_logs", "FixtureRoof", "fixture_roof", "fixture_link",
 ]

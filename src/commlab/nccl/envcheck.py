@@ -5,7 +5,7 @@ torch's install folder comes from ``importlib.util.find_spec("torch")`` (which d
 ``.py`` files and its shared libraries (``torch/lib``, read as bytes through ``mmap``) are searched for each
 name as a whole word. The names ProcessGroupNCCL reads are compiled into the CUDA build; a CPU-only wheel has
 no NCCL process group, so a name may be missing there although the CUDA build of the same release reads it.
-The result says which build it looked at.
+The result says which build it looked at. :func:`torch_version` reads the installed version the same way.
 """
 from __future__ import annotations
 
@@ -98,6 +98,13 @@ def _version_fields(root: Path) -> tuple[str | None, bool]:
     cuda = re.search(r"^cuda\s*(?::[^=]*)?=\s*(.+)$", text, re.M)
     return (version.group(1) if version else None,
             bool(cuda) and cuda.group(1).strip() not in ("None", "''", '""'))
+
+
+def torch_version() -> str | None:
+    """The installed torch's ``__version__`` ("2.13.0+cpu"), read from ``torch/version.py`` as text without
+    importing torch; None when torch is not installed or the file names no version."""
+    root = torch_dir()
+    return None if root is None else _version_fields(root)[0]
 
 
 def classify_name(var: EnvVar, present: set[str]) -> NameCheck:
