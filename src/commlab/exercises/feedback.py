@@ -67,8 +67,10 @@ def _mistake_words(match: Match) -> str:
     factor = f"{match.mistake.factor:.3g}"
     times = f"{factor} times" if match.direction > 0 else f"1/{factor} of"
     text = f"Your answer is {times} the expected value. Likely mistake: {match.mistake.name}: {match.mistake.explain}."
-    if match.also:
-        others = "; ".join(m.name for m in match.also)
+    others_list = [m.name for m in match.also if not match.mistake.name.startswith(m.name)
+                   and not m.name.startswith(match.mistake.name)]
+    if others_list:
+        others = "; ".join(others_list)
         which = "this exercise's likely one" if match.declared else "the most common one"
         text += (f"\nWith these numbers the same factor also fits: {others}. "
                  f"Named first: {match.mistake.name}, {which}.")

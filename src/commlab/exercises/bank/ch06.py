@@ -52,7 +52,7 @@ def _latency_ratio(rng) -> Worked:
     ring = float(cost.ring_all_reduce_time_s(nbytes, n, alpha, bw))
     tree = float(cost.tree_all_reduce_time_s(nbytes, n, alpha, bw))
     ratio = ring / tree
-    question = (f"Syncing a {size(nbytes)} scalar across {n} ranks on {link.title} (alpha = {num(alpha * 1e6)} us, "
+    question = (f"Syncing a scalar of {size(nbytes)} across {n} ranks on {link.title} (alpha = {num(alpha * 1e6)} us, "
                 f"B = {rate(bw)}): how many times longer does a ring all-reduce take than a tree all-reduce?")
     solution = (f"Ring: 2(N-1) = {2 * (n - 1)} steps, {duration(ring)}; tree: 2 ceil(log2 N) = "
                 f"{2 * int(cost.tree_depth(n))} steps, {duration(tree)}. Ratio {num(ratio)}: for tiny messages "
@@ -86,7 +86,7 @@ def _tree_time(rng) -> Worked:
     nbytes = float(pick(rng, (4, 8, 256, 4096)))
     t_s = float(cost.tree_all_reduce_time_s(nbytes, n, alpha, bw))
     depth = int(cost.tree_depth(n))
-    question = (f"A tree all-reduce of a {size(nbytes)} value on {n} ranks over {link.title} (alpha = "
+    question = (f"A tree all-reduce of {size(nbytes)} on {n} ranks over {link.title} (alpha = "
                 f"{num(alpha * 1e6)} us, B = {rate(bw)} one way): with t = 2 ceil(log2 N)(alpha + S/B), how long "
                 "does it take, in us?")
     solution = (f"ceil(log2 {n}) = {depth} levels, crossed up and down: {2 * depth} x ({duration(alpha)} + "

@@ -24,8 +24,9 @@ def draw_round(rng: np.random.Generator, low: float, high: float, step: float) -
 
 
 def size(nbytes: float) -> str:
-    """A size in decimal units: "24.5 GB"."""
-    return units.format_nbytes(nbytes, digits=4)
+    """A size as a reader would write it: "24.5 GB" in decimal units, "4 KiB" when it is a whole number of KiB."""
+    binary = nbytes >= 1024 and float(nbytes).is_integer() and int(nbytes) % 1024 == 0
+    return units.format_nbytes(nbytes, binary=binary, digits=4)
 
 
 def rate(bw_Bps: float) -> str:
