@@ -278,3 +278,32 @@ def busbw_factor(op: str, n_ranks: int) -> float:
     (0.75, 1.0)
     """
     return spec(op).busbw_factor(n_ranks)
+
+
+def contributions(op: str, n_ranks: int, length: int, root: int = 0) -> np.ndarray:
+    """Which source ranks' data reach each output element: bool ``[n_ranks (output rank), length_out, n_ranks
+    (source rank)]``.
+
+    Computed from :meth:`CollectiveSpec.reference` alone, on indicator inputs: for each source rank s, rank s
+    holds ``length`` ones and every other rank zeros (e_s); then ``contributions[q, j, s]`` is
+    ``reference(e_s, root)[q][j] != 0``. Every collective here copies or sums its inputs with coefficient 1, so
+    a sum of indicators is non-zero exactly where s's data arrives. ``length`` is each rank's input length;
+    ``length_out`` is the longest output, and shorter outputs (for example the non-root ranks of ``gather``,
+    which keep their input) are padded with False: ``len(reference(...)[q])`` is rank q's real length. For
+    ``reduce`` and ``gather`` only the root's row is the collective's result (see the module docstring).
+
+    >>> contributions("all_to_all", 2, 4)[0].astype(int).tolist()
+    [[1, 0], [1, 0], [0, 1], [0, 1]]
+    """
+    n = check_n_ranks(n_ranks)
+    if not isinstance(length, (int, np.integer)) or isinstance(length, bool) or length < 1:
+        raise CommlabError(f"length must be a whole number of elements >= 1, got {length!r}")
+    reference = spec(op).reference
+    per_source = [reference([np.full(int(length), float(rank == s)) for rank in range(n)], root=root)
+                  for s in range(n)]
+    width = max(len(out) for outputs in per_source for out in outputs)
+    reached = np.zeros((n, width, n), dtype=bool)
+    for s, outputs in enumerate(per_source):
+        for q, out in enumerate(outputs):
+            reached[q, :len(out), s] = np.asarray(out) != 0
+    return reached

@@ -10,6 +10,7 @@ from PIL import Image
 
 from commlab.errors import CommlabError
 from commlab.viz import RingAnimation, TreeAnimation, save_gif, save_pngs, to_html
+from commlab.viz.export import STATIC_DPI
 
 matplotlib.use("Agg")
 
@@ -33,6 +34,20 @@ def test_html_for_8_rank_all_reduce_is_self_contained_and_under_2_mb():
     assert anim.step == 5                                      # exporting leaves the widget's step alone
     first = np.asarray(Image.open(io.BytesIO(frames[0])).convert("RGB"), dtype=float)
     assert first.std() > 20
+    assert first.shape[1] == round(anim.figure.get_figwidth() * STATIC_DPI)   # a browser's 96 px per inch
+
+
+def test_exports_leave_the_step_alone_through_the_next_draw(tmp_path):
+    """matplotlib's FuncAnimation shows its first frame at the figure's next draw; after an export that draw is
+    the widget's, and must not send the animation back to step 0."""
+    anim = RingAnimation("ring-all-reduce", 4).set_step(3)
+    to_html(anim)
+    save_gif(anim, tmp_path / "a.gif")
+    shown = anim.to_png_bytes()                       # the widget's next frame: a full draw, then blitted
+    anim.figure.canvas.draw()
+    assert anim.step == 3 and anim.caption.startswith("step 3 of")
+    assert anim.to_png_bytes() == shown
+    assert shown == RingAnimation("ring-all-reduce", 4).set_step(3).to_png_bytes()
 
 
 def test_gif_has_one_frame_per_step(tmp_path):
@@ -48,8 +63,10 @@ def test_pngs_start_with_the_input_then_one_per_step(tmp_path):
     anim = RingAnimation("ring-reduce-scatter", 3)
     paths = save_pngs(anim, tmp_path / "frames")
     assert [p.name for p in paths] == ["step_000.png", "step_001.png", "step_002.png"]
-    assert paths[0].read_bytes() == anim.set_step(0).to_png_bytes()
-    assert paths[2].read_bytes() == anim.set_step(2).to_png_bytes()
+    assert paths[0].read_bytes() == anim.set_step(0).to_png_bytes(dpi=STATIC_DPI)
+    assert paths[2].read_bytes() == anim.set_step(2).to_png_bytes(dpi=STATIC_DPI)
+    with Image.open(paths[0]) as first:          # drawn at a browser's 96 pixels per inch
+        assert first.width == round(anim.figure.get_figwidth() * STATIC_DPI)
     assert len({p.read_bytes() for p in paths}) == 3
     (tmp_path / "file").write_text("x")
     with pytest.raises(CommlabError, match="directory"):

@@ -8,7 +8,8 @@ PNG frames in an ``ipywidgets.Image``, so they run in JupyterLab without ipympl 
 * animations: :class:`RingAnimation`, :class:`TreeAnimation`, :class:`ScheduleAnimation` (any algorithm),
   ``.from_trace`` for a reader's own send/recv code; :func:`ring_widget`, :func:`tree_widget`;
 * kernel-free output: :func:`to_html`, :func:`save_gif`, :func:`save_pngs`;
-* plots: :func:`plot_bandwidth`, :func:`plot_topology`, :func:`plot_timeline`;
+* plots: :func:`plot_bandwidth`, :func:`plot_topology`, :func:`plot_timeline`, :func:`plot_collective`
+  (chapter 04's before/after picture of one collective);
 * explorers: :func:`cost_explorer` / :func:`cost_figure`, :func:`link_ratio_explorer` / :func:`link_ratio_figure`;
 * style: :func:`use_book_style`, :func:`rank_colors`.
 """
@@ -16,6 +17,7 @@ from commlab.viz.animation import (
     RingAnimation, ScheduleAnimation, TreeAnimation, ring_widget, tree_widget,
 )
 from commlab.viz.bandwidth import plot_bandwidth
+from commlab.viz.collective import plot_collective
 from commlab.viz.cost_view import cost_explorer, cost_figure
 from commlab.viz.export import save_gif, save_pngs, to_html
 from commlab.viz.link_view import link_ratio_explorer, link_ratio_figure
@@ -26,6 +28,7 @@ from commlab.viz.topology import plot_topology
 
 __all__ = [
     "RANK_COLORS", "RingAnimation", "ScheduleAnimation", "TreeAnimation", "cost_explorer", "cost_figure",
-    "link_ratio_explorer", "link_ratio_figure", "plot_bandwidth", "plot_timeline", "plot_topology", "png_bytes",
-    "rank_colors", "ring_widget", "save_gif", "save_pngs", "to_html", "tree_widget", "use_book_style",
+    "link_ratio_explorer", "link_ratio_figure", "plot_bandwidth", "plot_collective", "plot_timeline",
+    "plot_topology", "png_bytes", "rank_colors", "ring_widget", "save_gif", "save_pngs", "to_html", "tree_widget",
+    "use_book_style",
 ]

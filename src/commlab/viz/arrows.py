@@ -48,12 +48,16 @@ def arrow_geometry(start: np.ndarray, end: np.ndarray, rad: float, head_len: flo
 class ArrowPool:
     """Arrows of one panel, keyed by (src, dst); ``show`` draws a frame's set."""
 
-    def __init__(self, ax, geometry: dict[tuple[int, int], tuple], fontsize: float, ink: str) -> None:
+    def __init__(self, ax, geometry: dict[tuple[int, int], tuple], fontsize: float, ink: str,
+                 halo: bool = False) -> None:
+        """``halo``: set each label on a white patch, where labels can land on lines (a tree's edges); it costs
+        a few milliseconds a frame, so rings go without."""
         self.geometry, self.ink = geometry, ink
         self.bodies = ax.add_collection(LineCollection([], linewidths=1.6, zorder=6, capstyle="round"))
         self.heads = ax.add_collection(PolyCollection([], linewidths=0, zorder=6))
+        box = dict(boxstyle="round,pad=0.1", facecolor="white", edgecolor="none", alpha=0.85) if halo else None
         self.labels = {pair: ax.text(*g[2], "", ha="center", va="center", fontsize=fontsize, zorder=7,
-                                     visible=False) for pair, g in geometry.items()}
+                                     visible=False, bbox=box) for pair, g in geometry.items()}
 
     @property
     def artists(self) -> list:

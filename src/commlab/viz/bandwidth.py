@@ -17,7 +17,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator
 from commlab.errors import CommlabError, check_choice
 from commlab.units import format_nbytes, format_time
 from commlab.viz.render import new_figure
-from commlab.viz.style import INK, MUTED, RANK_COLORS, use_book_style
+from commlab.viz.style import INK, MIN_FONT_PT, MUTED, RANK_COLORS, use_book_style
 
 METRICS = ("busbw", "algbw")
 
@@ -103,7 +103,7 @@ def plot_bandwidth(runs: Sequence, *, roof=None, model=None, model_curve=None, m
             ax.annotate(f"roof: {roof.title} ({roof.name}), {roof.unidir_GBps:g} GB/s one way",
                         xy=(0.01, roof.unidir_GBps),
                         xycoords=("axes fraction", "data"), xytext=(0, 4), textcoords="offset points",
-                        color=MUTED, fontsize=9, va="bottom")
+                        color=MUTED, fontsize=MIN_FONT_PT, va="bottom")
         _axes(ax, metric, roof)
         ax.set_title(title or f"{metric} against message size", loc="left")
     return fig

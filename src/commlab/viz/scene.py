@@ -19,19 +19,35 @@ from matplotlib.patches import Rectangle
 from commlab.viz.arrows import ArrowPool, arrow_geometry, edge_point
 from commlab.viz.layout import Layout
 from commlab.viz.render import Blitter
-from commlab.viz.style import ALARM, EMPTY, INK, MUTED, ink_on, rank_colors
+from commlab.viz.style import ALARM, EMPTY, INK, MIN_FONT_PT, MUTED, ink_on, rank_colors
 
 #: A transfer's place among the arrows: (panel, src, dst).
 Pair = tuple[int, int, int]
 KEY = ("Each box is one rank's buffer: a column per chunk (chunk 0 on the left), a row per source rank "
        "(rank 0 at the bottom), coloured once that rank's data is in the chunk. Arrow label cK+ : chunk K, "
        "added by the receiver; cK : chunk K, stored.")
-#: Inches below the panels (key, then caption), above them (title), above each panel, for a trace's alert.
-BOTTOM_IN, TOP_IN, PANEL_TITLE_IN, ALERT_IN = 1.25, 0.45, 0.3, 0.55
-#: The bottom band that holds only the caption: the live widget crops it and shows the caption as HTML text.
-CAPTION_IN = 0.72
+#: Inches above the panels (title), above each panel, for a trace's alert.
+TOP_IN, PANEL_TITLE_IN, ALERT_IN = 0.45, 0.3, 0.55
+#: The bottom band that holds only the caption (3 lines at 10 pt, 0.5 in, and margins): the live widget crops
+#: it and shows the caption as HTML text.
+CAPTION_IN = 0.75
+#: Every text of the scene but the title is set at the house minimum, in points.
+TEXT_PT = MIN_FONT_PT
+#: Line pitch of wrapped text, as a multiple of the font size (matplotlib's default linespacing).
+LINE_PITCH = 1.2
 #: Arrow head length in inches.
 HEAD_IN = 0.13
+
+
+def key_text(width_in: float) -> str:
+    """The key, wrapped to the figure's width at :data:`TEXT_PT`."""
+    return textwrap.fill(KEY, caption_width(width_in, TEXT_PT))
+
+
+def bottom_in(width_in: float) -> float:
+    """Inches below the panels: the key (as many lines as it wraps to, plus margins), then the caption band."""
+    key_lines = key_text(width_in).count("\n") + 1
+    return CAPTION_IN + key_lines * LINE_PITCH * TEXT_PT / 72 + 0.2
 
 
 def figure_size_in(layout: Layout, n_ranks: int, alert_room: bool = False) -> tuple[float, float, float]:
@@ -41,7 +57,7 @@ def figure_size_in(layout: Layout, n_ranks: int, alert_room: bool = False) -> tu
     panel_in = 0.96 * width_in * (y1 - y0) / (x1 - x0)
     title_in = PANEL_TITLE_IN if any(layout.panel_titles) else 0.0
     top_in = TOP_IN + (ALERT_IN if alert_room else 0.0)
-    return width_in, BOTTOM_IN + top_in + (panel_in + title_in) * layout.n_panels, panel_in
+    return width_in, bottom_in(width_in) + top_in + (panel_in + title_in) * layout.n_panels, panel_in
 
 
 def caption_width(width_in: float, fontsize: float) -> int:
@@ -69,19 +85,19 @@ class Scene:
         self.empty = np.array(to_rgba(EMPTY))
         width_in, height_in, panel_in = figure_size_in(layout, n_ranks, alert_room)
         fig.set_size_inches(width_in, height_in)
+        self.data_per_in = (layout.limits[1] - layout.limits[0]) / (0.96 * width_in)
         self.axes = self._make_axes(fig, panel_in / height_in, PANEL_TITLE_IN / height_in)
         self.cells, self.outlines = self._make_buffers()
-        data_per_in = (layout.limits[1] - layout.limits[0]) / (0.96 * width_in)
-        self.arrows = self._make_arrows(pairs, HEAD_IN * data_per_in)
+        self.arrows = self._make_arrows(pairs, HEAD_IN * self.data_per_in)
         self.title = fig.text(0.02, 1 - 0.08 / height_in, title, ha="left", va="top", fontsize=13,
                               weight="bold", color=INK)
-        self.alert = fig.text(0.02, 1 - 0.36 / height_in, "", ha="left", va="top", fontsize=10, color=ALARM,
+        self.alert = fig.text(0.02, 1 - 0.36 / height_in, "", ha="left", va="top", fontsize=TEXT_PT, color=ALARM,
                               weight="bold")
-        fig.text(0.02, (CAPTION_IN + 0.04) / height_in, textwrap.fill(KEY, caption_width(width_in, 7.5)),
-                 ha="left", va="bottom", fontsize=7.5, color=MUTED)
-        self.caption = fig.text(0.02, (CAPTION_IN - 0.04) / height_in, "", ha="left", va="top", fontsize=10,
+        fig.text(0.02, (CAPTION_IN + 0.06) / height_in, key_text(width_in), ha="left", va="bottom",
+                 fontsize=TEXT_PT, color=MUTED)
+        self.caption = fig.text(0.02, (CAPTION_IN - 0.06) / height_in, "", ha="left", va="top", fontsize=TEXT_PT,
                                 color=INK)
-        self.caption_width = caption_width(width_in, 10)
+        self.caption_width = caption_width(width_in, TEXT_PT)
         self.alert_width = int(0.88 * self.caption_width)  # bold is wider
         self.blitter = Blitter(fig, self._dynamic())
 
@@ -113,7 +129,7 @@ class Scene:
 
     def _make_axes(self, fig: Figure, panel_frac: float, title_frac: float) -> list:
         axes = []
-        bottom = BOTTOM_IN / fig.get_size_inches()[1]
+        bottom = bottom_in(fig.get_size_inches()[0]) / fig.get_size_inches()[1]
         pitch = panel_frac + (title_frac if any(self.layout.panel_titles) else 0.0)
         for p in range(self.layout.n_panels):
             ax = fig.add_axes((0.02, bottom + (self.layout.n_panels - 1 - p) * pitch, 0.96, panel_frac))
@@ -123,7 +139,7 @@ class Scene:
             ax.set_ylim(y0, y1)
             ax.set_aspect("equal", adjustable="box")
             if self.layout.panel_titles[p]:
-                ax.set_title(self.layout.panel_titles[p], fontsize=10, color=MUTED, loc="left")
+                ax.set_title(self.layout.panel_titles[p], fontsize=TEXT_PT, color=MUTED, loc="left")
             axes.append(ax)
         return axes
 
@@ -149,14 +165,26 @@ class Scene:
 
     def _rank_label(self, ax, rank: int, x: float, y: float) -> None:
         colour = rank_colors(self.n_ranks)[rank]
-        style = dict(fontsize=9 if self.n_ranks <= 8 else 7.5, color=ink_on(colour), zorder=5,
+        style = dict(fontsize=TEXT_PT, color=ink_on(colour), zorder=5,
                      bbox=dict(boxstyle="round,pad=0.2", facecolor=colour, edgecolor="none"))
         if self.layout.label_side == "outside":
             r = np.hypot(x, y) or 1.0
-            reach = max(self.layout.box_w, self.layout.box_h) / 2 + 0.12
+            reach = self._label_reach(x / r, y / r, f"rank {rank}")
             ax.text(x + x / r * reach, y + y / r * reach, f"rank {rank}", ha="center", va="center", **style)
         else:
             ax.text(x, y - self.layout.box_h / 2 - 0.1, str(rank), ha="center", va="top", **style)
+
+    def _label_reach(self, ux: float, uy: float, text: str) -> float:
+        """How far from its box's centre, along the unit direction (ux, uy), a label's centre goes so that the
+        label clears the box by 0.05 in on every side.
+
+        The label is a box of about 0.6 em per character plus its pad; it clears the buffer's box when its
+        centre is outside the box grown by the label's half sizes and the gap (their Minkowski sum), whose edge
+        along (ux, uy) is at min(grown_half_w / |ux|, grown_half_h / |uy|) from the centre."""
+        gap = 0.05 * self.data_per_in
+        half_w = self.layout.box_w / 2 + (0.6 * len(text) + 0.4) * TEXT_PT / 72 / 2 * self.data_per_in + gap
+        half_h = self.layout.box_h / 2 + (LINE_PITCH + 0.4) * TEXT_PT / 72 / 2 * self.data_per_in + gap
+        return min(half_w / max(abs(ux), 1e-9), half_h / max(abs(uy), 1e-9))
 
     def _make_arrows(self, pairs: set[Pair], head_len: float) -> list[ArrowPool]:
         half_w, half_h = self.layout.box_w / 2, self.layout.box_h / 2
@@ -168,7 +196,7 @@ class Scene:
                     a, b = self.layout.centres[p][src], self.layout.centres[p][dst]
                     start, end = edge_point(a, b, half_w, half_h, 0.04), edge_point(b, a, half_w, half_h, 0.04)
                     geometry[(src, dst)] = arrow_geometry(start, end, self.layout.arc_rad, head_len)
-            pools.append(ArrowPool(ax, geometry, 8.5, INK))
+            pools.append(ArrowPool(ax, geometry, TEXT_PT, INK, halo=bool(self.layout.edges)))
         return pools
 
     def update(self, holds_k: np.ndarray, transfers, alarm, ghosts, caption: str, alert: str = "") -> None:

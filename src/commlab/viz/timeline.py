@@ -15,10 +15,14 @@ from matplotlib.ticker import FuncFormatter
 from commlab.errors import CommlabError
 from commlab.units import format_time
 from commlab.viz.render import new_figure
-from commlab.viz.style import ALARM, INK, RANK_COLORS, ink_on, use_book_style
+from commlab.viz.style import ALARM, INK, MIN_FONT_PT, RANK_COLORS, ink_on, use_book_style
 
 #: One stream: its name and its intervals (label, start_s, end_s).
 Stream = tuple[str, Sequence[tuple[str, float, float]]]
+#: Estimated advance of one character of a span label at MIN_FONT_PT, in points (about 0.6 em).
+LABEL_CHAR_PT = 0.6 * MIN_FONT_PT
+#: Points the time axis gives to the whole span on a 9 in figure (it loses the stream names and 5 % margins).
+AXIS_PT = 0.75 * 9.0 * 72
 #: Colours by stream, in order: compute (blue), communication (orange), then the rest of the palette.
 STREAM_COLORS = ("#0072B2", "#E69F00") + RANK_COLORS[2:]
 
@@ -40,13 +44,13 @@ def _check_exposed(exposed: Sequence[tuple[float, float]]) -> None:
 
 
 def _draw_stream(ax, row: int, intervals, colour: str, width_pt: float, t_span_s: float) -> None:
-    """One row of bars; a bar wide enough for its label (about 5 points per character at 8 pt) shows it."""
+    """One row of bars; a bar wide enough for its label (LABEL_CHAR_PT per character, plus 4 pt) shows it."""
     spans = [(float(start), float(end) - float(start)) for _, start, end in intervals]
     ax.broken_barh(spans, (row - 0.35, 0.7), facecolors=colour, edgecolors="white", linewidth=0.8)
     for (label, start, end) in intervals:
-        if label and (float(end) - float(start)) / t_span_s * width_pt >= 5.0 * len(str(label)) + 4:
+        if label and (float(end) - float(start)) / t_span_s * width_pt >= LABEL_CHAR_PT * len(str(label)) + 4:
             ax.text((float(start) + float(end)) / 2, row, str(label), ha="center", va="center",
-                    fontsize=8, color=ink_on(colour), clip_on=True)
+                    fontsize=MIN_FONT_PT, color=ink_on(colour), clip_on=True)
 
 
 def timeline_streams(timeline) -> tuple[list[Stream], list[tuple[float, float]]]:
@@ -80,7 +84,7 @@ def plot_timeline(streams, exposed: Sequence[tuple[float, float]] = (), title: s
         ax = fig.add_subplot()
         n = len(streams)
         for i, (name, intervals) in enumerate(streams):
-            _draw_stream(ax, n - 1 - i, intervals, STREAM_COLORS[i % len(STREAM_COLORS)], 0.8 * 9.0 * 72, t_span_s)
+            _draw_stream(ax, n - 1 - i, intervals, STREAM_COLORS[i % len(STREAM_COLORS)], AXIS_PT, t_span_s)
         _draw_exposed(ax, exposed)
         ax.set_yticks(range(n), [name for name, _ in reversed(streams)])
         ax.set_ylim(-0.6, n - 0.4)
