@@ -31,11 +31,14 @@ def _squash(text: str) -> str:
     return re.sub(r"\s+", "", text).casefold()
 
 
-def test_every_seed_item_is_mapped():
-    mapped = {_squash(item): ids for item, _, ids in ex.SELF_CHECK}
-    missing = [item for item in _seed_items() if _squash(item) not in mapped]
-    assert not missing, missing
-    assert len(ex.SELF_CHECK) == len(_seed_items())
+def test_every_seed_item_is_mapped_in_order_and_in_our_own_words():
+    from commlab.exercises.selfcheck import SEED_KEYWORDS
+
+    seed = _seed_items()
+    assert len(ex.SELF_CHECK) == len(seed) == len(SEED_KEYWORDS)
+    for (ours, _, _), theirs, word in zip(ex.SELF_CHECK, seed, SEED_KEYWORDS):
+        assert word.casefold() in ours.casefold() and word.casefold() in theirs.casefold(), (ours, theirs)
+        assert _squash(ours) != _squash(theirs), f"copied from the seed word for word: {ours}"
 
 
 def test_mapped_exercises_exist_and_chapters_are_valid():

@@ -78,6 +78,42 @@ def _time_from_busbw(rng) -> Worked:
     return Worked(question, t_s * 1e6, solution, mistakes, n_ranks=n, params={"op": op, "n_ranks": n})
 
 
+def _log_excerpt(text: str, limit: int = 10) -> str:
+    """The NCCL INFO lines about channels, as a reader would grep them (`grep Channel`)."""
+    lines = [line for line in text.splitlines() if "NCCL INFO" in line and "hannel" in line]
+    return "\n".join(lines[:limit])
+
+
+def _debug_log(rng) -> Worked:
+    """A question on one of the real NCCL_DEBUG=INFO excerpts shipped with commlab (read with commlab.nccl)."""
+    from commlab import nccl
+
+    paths = sorted(nccl.debug_logs(), key=lambda p: p.name)
+    path = paths[int(rng.integers(len(paths)))]
+    log = nccl.read_debug_log(path.read_text())
+    slow = sorted({c.src for c in log.connections if c.transport.startswith("SHM") and c.direction is None})
+    excerpt = _log_excerpt(path.read_text())
+    if slow and rng.integers(2):
+        question = (f"These lines come from a real NCCL_DEBUG=INFO log ({path.name}):<pre>{excerpt}</pre>"
+                    "One hop of ring channel 0 does not use a direct GPU-to-GPU path. From which rank does it "
+                    "leave?")
+        solution = (f"Every hop reads 'via P2P/...' except rank {slow[0]}'s, which goes 'via SHM': through host "
+                    "memory, the slowest hop of the ring, and a ring runs at the pace of its slowest hop.")
+        mistakes = (Mistake((slow[0] + 1) / slow[0], "named the receiver", "the hop is written 'src -> dst'"),
+                    ) if slow[0] > 0 else ()
+        return Worked(question, float(slow[0]), solution, mistakes, n_ranks=log.n_ranks,
+                      params={"log": path.name, "kind": "slow hop"})
+    question = (f"These lines come from a real NCCL_DEBUG=INFO log ({path.name}):<pre>{excerpt}</pre>"
+                "How many channels (for collectives) did NCCL set up?")
+    solution = (f"{log.n_channels}: NCCL numbers channels from 00 and prints either 'Channel 00/{log.n_channels:02d}' "
+                f"(index/count) or a line '{log.n_channels} coll channels'. More channels spread the traffic over "
+                "more SMs and links.")
+    mistakes = (Mistake((log.n_channels - 1) / log.n_channels, "gave the last channel index",
+                        "channels are numbered from 00"),) if log.n_channels > 1 else ()
+    return Worked(question, float(log.n_channels), solution, mistakes, n_ranks=log.n_ranks,
+                  params={"log": path.name, "kind": "channels"})
+
+
 EXERCISES = (
     Exercise("ch08.algbw", "algbw of an nccl-tests row", "GB/s", 0.02,
              "algbw = size / time, with GB = 1e9 bytes (chapter 08, nccl-tests).", _algbw),
@@ -89,4 +125,7 @@ EXERCISES = (
              _percent_of_link),
     Exercise("ch08.time-from-busbw", "Expected time of an nccl-tests row", "us", 0.02,
              "algbw = busbw / F(N), then time = size / algbw (chapter 08).", _time_from_busbw),
+    Exercise("ch08.debug-log", "Reading a real NCCL_DEBUG=INFO log", "", 0,
+             "Look at the 'Channel' lines: 'Channel 00/02' is channel 0 of 2, and each hop says 'via' its "
+             "transport (chapter 08, reading NCCL_DEBUG=INFO).", _debug_log),
 )
