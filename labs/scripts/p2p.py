@@ -1,0 +1,114 @@
+"""The p2p lab as a script: a ping-pong sweep with its alpha-beta fit, a halo exchange blocking and
+non-blocking, and a ring exchange that cannot deadlock (labs/p2p.ipynb does the same with the reader's code).
+
+On one machine, ranks started by this script itself (gloo on CPU, NCCL with a GPU per rank)::
+
+    python labs/scripts/p2p.py --ranks 2
+
+Under torchrun, on one machine or several::
+
+    torchrun --nproc-per-node 2 labs/scripts/p2p.py
+    torchrun --nnodes 2 --nproc-per-node 1 --rdzv-backend c10d --rdzv-endpoint HOST:PORT labs/scripts/p2p.py
+
+The ping-pong runs between ranks 0 and 1 (the others wait); rank 0 prints every result. The deadlock demo
+(``--deadlock``) needs ranks that can be stopped after a timeout, so it runs only without a launcher.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from commlab import cost, launch, units
+from commlab.errors import CommlabError
+from commlab.labs.solutions import p2p as lab
+
+DEFAULT_MAX_NBYTES = 8 * 1024**2
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ranks", type=int, default=2, help="ranks to start without a launcher (default 2)")
+    parser.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"))
+    parser.add_argument("--max-size", default="8M", help="largest ping-pong message; sizes start at 8 B and grow "
+                                                         "4 times a step (default 8M = 8 MiB)")
+    parser.add_argument("--halo-size", default="4M", help="bytes per halo buffer (default 4M = 4 MiB)")
+    parser.add_argument("--deadlock", action="store_true",
+                        help="first show the naive ring exchange deadlocking on gloo (not under torchrun)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds for the whole run (default 120)")
+    return parser.parse_args(argv)
+
+
+def ping_pong_sizes(max_nbytes: int) -> list[int]:
+    """8 B, 32 B, 128 B, ... up to ``max_nbytes``: the sizes of the lab's sweep."""
+    sizes = [8]
+    while sizes[-1] * 4 <= max_nbytes:
+        sizes.append(sizes[-1] * 4)
+    return sizes
+
+
+def report_ping_pong(sizes_nbytes: list[int], measured: dict) -> None:
+    one_way_s = measured["one_way_s"]
+    for nbytes, t_s in zip(sizes_nbytes, one_way_s):
+        print(f"  {units.format_nbytes(nbytes, binary=True):>9}: one way {units.format_time(t_s):>9}, "
+              f"S/t = {units.format_bandwidth(nbytes / t_s)}")
+    fit = cost.fit_alpha_beta(sizes_nbytes, one_way_s)
+    bandwidth = (units.format_bandwidth(fit.bw_GBps * units.GB) if fit.beta_s_per_byte > 0 else
+                 "too high to show at these sizes (the largest message costs no more than the smallest)")
+    print(f"  fit t = alpha + S/B: alpha = {units.format_time(fit.alpha_s)}, B = {bandwidth} (R^2 {fit.r2:.3f})")
+
+
+def worker(rank: int, n_ranks: int, sizes_nbytes: list[int], halo_nbytes: int) -> bool:
+    """Every part of the lab inside the group; rank 0 prints. Returns True when every check passed."""
+    problems = []
+    pp = lab.ping_pong_in_group(rank, n_ranks, lab.ping_pong, sizes_nbytes, 4, 5)
+    problems += pp["problems"]
+    halo = lab.halo_in_group(rank, n_ranks, [("blocking", lab.halo_exchange_blocking),
+                                             ("non-blocking", lab.halo_exchange_nonblocking)], halo_nbytes, 5)
+    problems += halo["problems"]
+    ring = lab.exchange_in_group(rank, n_ranks, lab.ring_exchange, 1024)
+    problems += ring["problems"]
+    if rank == 0:
+        print(f"p2p lab on {n_ranks} ranks, backend {pp['backend']}")
+        print("ping-pong between ranks 0 and 1:")
+        report_ping_pong(sizes_nbytes, pp)
+        times_s = halo["times_s"]
+        print(f"halo exchange of 2 x {units.format_nbytes(halo_nbytes, binary=True)} with both neighbours: blocking "
+              f"{units.format_time(times_s['blocking'])}, non-blocking {units.format_time(times_s['non-blocking'])} "
+              f"(blocking / non-blocking = {times_s['blocking'] / times_s['non-blocking']:.2f})")
+        print(f"ring exchange with batch_isend_irecv on {n_ranks} ranks: "
+              f"{'every rank received its left neighbour' + chr(39) + 's buffer' if not ring['problems'] else 'WRONG'}")
+        for problem in problems:
+            print(f"problem: {problem}")
+    return not problems
+
+
+def show_deadlock() -> None:
+    outcome = lab.check_ring_exchange(lab.ring_exchange_naive, (4,), timeout_s=5.0, backend="gloo")
+    print(outcome.problem or "the naive ring exchange finished: this backend completed the sends early")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        if not launch.is_launched() and args.ranks < 2:
+            raise CommlabError(f"the p2p lab needs at least 2 ranks (a ping-pong has two ends), "
+                               f"got --ranks {args.ranks}")
+        halo_nbytes = units.parse_nbytes(args.halo_size)
+        sizes_nbytes = ping_pong_sizes(units.parse_nbytes(args.max_size))
+        if args.deadlock:
+            if launch.is_launched():
+                print("--deadlock is skipped under a launcher: a deadlocked rank cannot be stopped from inside")
+            else:
+                show_deadlock()
+        result = launch.main(worker, 2, sizes_nbytes, halo_nbytes, n_ranks=args.ranks, backend=args.backend,
+                             timeout_s=args.timeout)
+        passed = all(result) if isinstance(result, list) else bool(result)
+        return 0 if passed else 1
+    except CommlabError as exc:  # a bad argument: one line, exit status 2, as the commlab CLI does
+        print(f"p2p.py: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

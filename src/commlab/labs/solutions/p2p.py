@@ -1,0 +1,320 @@
+"""The p2p lab (labs/p2p.ipynb, labs/scripts/p2p.py): the reference answers, and the measurements and checks
+that the notebook and the script share.
+
+The reader writes three functions; with ``COMMLAB_LAB_SOLUTIONS=1`` the ones below replace them:
+
+* :func:`ping_pong`: ``n_round_trips`` round trips of one buffer between ranks 0 and 1 with blocking
+  ``send``/``recv``; half a round trip is the one-way time t(S) = alpha + S/B (chapter 03).
+* :func:`halo_exchange_nonblocking`: swap buffers with both ring neighbours at once (``isend``/``irecv``).
+* :func:`ring_exchange`: every rank sends to its right neighbour and receives from its left one without the
+  deadlock of "everybody sends first" (chapter 03, "How not to deadlock").
+
+The checks run the reader's code on real ranks through :func:`commlab.launch.run` with a timeout and return
+:class:`Outcome` values whose ``problem`` says in words what went wrong (a deadlock names the ranks and the
+call each was blocked in), so a notebook cell ends in ``assert outcome.ok, outcome.problem``.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+
+# --- the reference answers ---------------------------------------------------------------------------------
+
+
+def ping_pong(rank, buffer, n_round_trips):
+    """Rank 0 sends ``buffer`` to rank 1 and receives it back, ``n_round_trips`` times; rank 1 mirrors it."""
+    import torch.distributed as dist
+
+    for _ in range(n_round_trips):
+        if rank == 0:
+            dist.send(buffer, dst=1)
+            dist.recv(buffer, src=1)
+        elif rank == 1:
+            dist.recv(buffer, src=0)
+            dist.send(buffer, dst=0)
+
+
+def halo_exchange_blocking(rank, n_ranks, to_left, to_right, from_left, from_right):
+    """The given, blocking version: pass right, then pass left; even ranks send first, odd ranks receive first."""
+    import torch.distributed as dist
+
+    left, right = (rank - 1) % n_ranks, (rank + 1) % n_ranks
+    for send_buf, dst, recv_buf, src in ((to_right, right, from_left, left), (to_left, left, from_right, right)):
+        if rank % 2 == 0:
+            dist.send(send_buf, dst)
+            dist.recv(recv_buf, src)
+        else:
+            dist.recv(recv_buf, src)
+            dist.send(send_buf, dst)
+
+
+def halo_exchange_nonblocking(rank, n_ranks, to_left, to_right, from_left, from_right):
+    """Post both sends and both receives, then wait: the two exchanges (and both directions) overlap."""
+    import torch.distributed as dist
+
+    left, right = (rank - 1) % n_ranks, (rank + 1) % n_ranks
+    requests = [dist.isend(to_right, right), dist.isend(to_left, left),
+                dist.irecv(from_left, left), dist.irecv(from_right, right)]
+    for request in requests:
+        request.wait()
+
+
+def ring_exchange(rank, n_ranks, outgoing, incoming):
+    """Send ``outgoing`` to rank + 1 while receiving ``incoming`` from rank - 1 (mod N), posted together."""
+    import torch.distributed as dist
+
+    right, left = (rank + 1) % n_ranks, (rank - 1) % n_ranks
+    ops = [dist.P2POp(dist.isend, outgoing, right), dist.P2POp(dist.irecv, incoming, left)]
+    for request in dist.batch_isend_irecv(ops):
+        request.wait()
+
+
+def ring_exchange_naive(rank, n_ranks, outgoing, incoming):
+    """The broken exchange of the lab: every rank sends first, so on gloo every rank waits in ``send``."""
+    import torch.distributed as dist
+
+    dist.send(outgoing, (rank + 1) % n_ranks)
+    dist.recv(incoming, (rank - 1) % n_ranks)
+
+
+# --- launching the reader's code, and failures in words ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a check found: the ranks' values when it ran, or the problem in words."""
+
+    values: list | None = None
+    problem: str = ""
+    backend: str = ""
+    details: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem
+
+
+_TORCH_CALL = re.compile(r"torch/distributed/distributed_c10d\.py\", line \d+,? in (\w+)")
+_ANY_FRAME = re.compile(r"File \"[^\"]*\", line (\d+),? in (\w+)")
+
+
+def blocked_in(detail: str) -> str:
+    """The torch.distributed call a rank's stack or traceback shows it in: "dist.send", "dist.gather", ...
+
+    >>> blocked_in('  File "/x/torch/distributed/distributed_c10d.py", line 2753 in send\\n  File "cell", line 9 in f')
+    'dist.send'
+    """
+    found = _TORCH_CALL.findall(detail.replace("\\", "/"))
+    if found:
+        return f"dist.{found[0]}"
+    frame = _ANY_FRAME.search(detail)  # a wait() on a request has no Python frame of torch's: name the line
+    return f"{frame.group(2)} (line {frame.group(1)})" if frame else "an unknown place"
+
+
+def describe_failure(err, what: str, timeout_s: float) -> str:
+    """A commlab.launch.RankError in a learner's words: a deadlock with the ranks named, or the exception."""
+    if err.timed_out:
+        hung = sorted((f for f in err.failures if f.kind == "timeout"), key=lambda f: f.rank)
+        calls = {blocked_in(f.detail) for f in hung}
+        why = ("A rank waits in send until its peer posts the matching recv; if every rank sends first, nobody "
+               "ever reaches its recv." if calls == {"dist.send"} else
+               "Each call waits for a partner: a message another rank never sends, or a collective that some rank "
+               "never enters (every rank must make the same collective calls in the same order).")
+        where = "; ".join(f"rank {f.rank} in {blocked_in(f.detail)}" for f in hung)
+        return f"{what} did not finish within {timeout_s:g} s: a deadlock. The ranks were blocked: {where}. {why}"
+    first = err.failures[0]
+    if first.summary.startswith("NotImplementedError"):
+        return (f"{what}: the function is not written yet ({first.summary}); fill in the cell marked "
+                "'your turn', run it, then run this check again")
+    return f"{what} failed on rank {first.rank}: {first.summary}"
+
+
+def run_checked(fn, n_ranks: int, *args, what: str, timeout_s: float = 30.0, backend: str = "auto") -> Outcome:
+    """``commlab.launch.run(fn, n_ranks, *args)``; a failure or a timeout becomes ``Outcome.problem``."""
+    from commlab.launch import RankError, run
+
+    try:
+        values = run(fn, n_ranks, *args, backend=backend, timeout_s=timeout_s, verbose=False)
+    except RankError as err:
+        return Outcome(problem=describe_failure(err, what, timeout_s), backend=err.backend)
+    return Outcome(values=list(values), backend=values[0]["backend"] if isinstance(values[0], dict) else "")
+
+
+def device_and_sync():
+    """(where this rank's tensors go, how to wait for its GPU): its current GPU under NCCL, else the CPU."""
+    import torch
+    import torch.distributed as dist
+
+    if dist.get_backend() == "nccl":
+        return torch.device("cuda", torch.cuda.current_device()), torch.cuda.synchronize
+    return torch.device("cpu"), (lambda: None)
+
+
+# --- ping-pong ----------------------------------------------------------------------------------------------
+
+
+def _pattern(nbytes: int, device):
+    import torch
+
+    return (torch.arange(nbytes, dtype=torch.int64) % 251 + 1).to(torch.uint8).to(device)
+
+
+def ping_pong_in_group(rank, n_ranks, fn, sizes_nbytes, n_round_trips, n_repeats):
+    """Inside a rank: check the data of a first call, warm up, then time ``n_repeats`` calls per size; the
+    fastest call counts (other processes on a shared machine only ever add time)."""
+    import torch
+    import torch.distributed as dist
+
+    device, sync = device_and_sync()
+    one_way_s, problems = [], []
+    for nbytes in sizes_nbytes:
+        want = _pattern(nbytes, device)
+        buffer = want.clone() if rank == 0 else torch.zeros(nbytes, dtype=torch.uint8, device=device)
+        fn(rank, buffer, 1)
+        sync()
+        if rank <= 1 and not torch.equal(buffer, want):
+            problems.append(f"after one round trip of {nbytes} bytes, rank {rank}'s buffer does not hold rank 0's "
+                            f"data ({'the reply did not come back' if rank == 0 else 'nothing arrived'})")
+        fn(rank, buffer, n_round_trips if one_way_s else 25)  # warm-up, untimed (longer for the first size)
+        times_s = []
+        for _ in range(n_repeats):
+            dist.barrier()
+            start = time.perf_counter()
+            fn(rank, buffer, n_round_trips)
+            sync()
+            times_s.append(time.perf_counter() - start)
+        one_way_s.append(min(times_s) / (2 * n_round_trips))
+    return {"backend": dist.get_backend(), "one_way_s": one_way_s, "problems": problems}
+
+
+def measure_ping_pong(fn, sizes_nbytes, n_round_trips: int = 4, n_repeats: int = 7,
+                      timeout_s: float = 60.0) -> Outcome:
+    """One-way times ``details["one_way_s"]`` (rank 0's clock: the fastest of ``n_repeats`` calls of
+    ``fn(rank, buffer, n_round_trips)``, divided by 2 n_round_trips), after checking the data moved."""
+    outcome = run_checked(ping_pong_in_group, 2, fn, list(sizes_nbytes), n_round_trips, n_repeats,
+                          what=f"{getattr(fn, '__name__', 'ping_pong')} on 2 ranks", timeout_s=timeout_s)
+    if not outcome.ok:
+        return outcome
+    problems = [p for v in outcome.values for p in v["problems"]]
+    details = {"sizes_nbytes": list(sizes_nbytes), "one_way_s": outcome.values[0]["one_way_s"]}
+    return Outcome(outcome.values, problems[0] if problems else "", outcome.backend, details)
+
+
+# --- two exchanges at once ----------------------------------------------------------------------------------
+
+
+def _halo_buffers(rank: int, nbytes: int, device):
+    import torch
+
+    to_left = torch.full((nbytes,), 2 * rank + 1, dtype=torch.uint8, device=device)
+    to_right = torch.full((nbytes,), 2 * rank + 2, dtype=torch.uint8, device=device)
+    return to_left, to_right, torch.zeros_like(to_left), torch.zeros_like(to_right)
+
+
+def halo_in_group(rank, n_ranks, candidates, nbytes, n_repeats):
+    """Inside a rank: for each (name, fn), check what arrived from both neighbours, then time it (fastest)."""
+    import torch.distributed as dist
+
+    device, sync = device_and_sync()
+    left, right = (rank - 1) % n_ranks, (rank + 1) % n_ranks
+    times_s, problems = {}, []
+    for name, fn in candidates:
+        to_left, to_right, from_left, from_right = _halo_buffers(rank, nbytes, device)
+        runs_s = []
+        for _ in range(n_repeats + 1):  # the first call is checked and not timed
+            dist.barrier()
+            sync()
+            start = time.perf_counter()
+            fn(rank, n_ranks, to_left, to_right, from_left, from_right)
+            sync()
+            runs_s.append(time.perf_counter() - start)
+            if len(runs_s) == 1:
+                got = (int(from_left[0]), int(from_left[-1]), int(from_right[0]), int(from_right[-1]))
+                want = (2 * left + 2,) * 2 + (2 * right + 1,) * 2
+                if got != want:
+                    problems.append(f"{name} on rank {rank}: from_left should hold rank {left}'s to_right "
+                                    f"({want[0]}) and from_right rank {right}'s to_left ({want[2]}); got "
+                                    f"{got[0]} and {got[2]}")
+        times_s[name] = min(runs_s[1:])
+    return {"backend": dist.get_backend(), "times_s": times_s, "problems": problems}
+
+
+def compare_halo_exchanges(candidates, n_ranks: int, nbytes: int, n_repeats: int = 5,
+                           timeout_s: float = 60.0) -> Outcome:
+    """Run every ``(name, fn)`` halo exchange on ``n_ranks`` ranks, check what arrived, time each (rank 0's
+    fastest of ``n_repeats``, ``details["times_s"][name]``)."""
+    names = " and ".join(name for name, _ in candidates)
+    outcome = run_checked(halo_in_group, n_ranks, list(candidates), nbytes, n_repeats,
+                          what=f"{names} on {n_ranks} ranks", timeout_s=timeout_s)
+    if not outcome.ok:
+        return outcome
+    problems = [p for v in outcome.values for p in v["problems"]]
+    return Outcome(outcome.values, problems[0] if problems else "", outcome.backend,
+                   {"times_s": outcome.values[0]["times_s"]})
+
+
+# --- the deadlock and its fix -------------------------------------------------------------------------------
+
+
+def probe_in_group(rank, n_ranks, sizes_nbytes, pause_s):
+    """Inside ranks 0 and 1: start an isend, wait ``pause_s``, ask if it completed before the peer's irecv."""
+    import torch
+    import torch.distributed as dist
+
+    device, _ = device_and_sync()
+    peer, early = 1 - rank, {}
+    for nbytes in sizes_nbytes:
+        outgoing = torch.ones(nbytes, dtype=torch.uint8, device=device)
+        incoming = torch.empty(nbytes, dtype=torch.uint8, device=device)
+        send = dist.isend(outgoing, peer)
+        time.sleep(pause_s)
+        early[nbytes] = bool(send.is_completed())  # done before the peer posted its receive?
+        dist.irecv(incoming, peer).wait()
+        send.wait()
+    return {"backend": dist.get_backend(), "early": early}
+
+
+def probe_eager_sizes(sizes_nbytes, pause_s: float = 0.1, backend: str = "gloo", timeout_s: float = 30.0) -> dict:
+    """{nbytes: True if a send of that size completed before the peer posted its receive} on 2 ranks."""
+    outcome = run_checked(probe_in_group, 2, list(sizes_nbytes), pause_s, what="the send probe",
+                          backend=backend, timeout_s=timeout_s)
+    if not outcome.ok:
+        raise RuntimeError(outcome.problem)
+    return {n: outcome.values[0]["early"][n] and outcome.values[1]["early"][n] for n in sizes_nbytes}
+
+
+def exchange_in_group(rank, n_ranks, fn, n_elements):
+    """Inside a rank: ``fn(rank, n_ranks, outgoing, incoming)``, then every rank's buffers gathered and held
+    against the numpy reference (commlab.collectives' sendrecv: rank r receives rank r-1's buffer)."""
+    import numpy as np
+    import torch
+    import torch.distributed as dist
+
+    from commlab.collectives import spec
+
+    device, sync = device_and_sync()
+    outgoing = (torch.arange(n_elements, dtype=torch.int64) % 7 + 10 * rank).to(torch.float32).to(device)
+    incoming = torch.full_like(outgoing, -1.0)
+    fn(rank, n_ranks, outgoing, incoming)
+    sync()
+    everyone: list = [None] * n_ranks
+    dist.all_gather_object(everyone, (outgoing.cpu().numpy(), incoming.cpu().numpy()))
+    want = spec("sendrecv").reference([out for out, _ in everyone])
+    wrong = [r for r in range(n_ranks) if not np.array_equal(everyone[r][1], want[r])]
+    problems = [f"{getattr(fn, '__name__', 'fn')} on {n_ranks} ranks: rank {r} should have received rank "
+                f"{(r - 1) % n_ranks}'s buffer (it starts {want[r][:3].tolist()}), got "
+                f"{everyone[r][1][:3].tolist()}" for r in wrong[:1]]
+    return {"backend": dist.get_backend(), "problems": problems}
+
+
+def check_ring_exchange(fn, n_ranks_list=(2, 3, 4), n_elements: int = 256, timeout_s: float = 10.0,
+                        backend: str = "auto") -> Outcome:
+    """Run ``fn(rank, n_ranks, outgoing, incoming)`` on each N with a timeout and check what arrived."""
+    for n in n_ranks_list:
+        outcome = run_checked(exchange_in_group, n, fn, n_elements, what=f"{fn.__name__} on {n} ranks",
+                              timeout_s=timeout_s, backend=backend)
+        problems = [p for v in outcome.values or () for p in v["problems"]]
+        if not outcome.ok or problems:
+            return Outcome(problem=outcome.problem or problems[0], backend=outcome.backend)
+    return Outcome(values=list(n_ranks_list), backend=outcome.backend)
