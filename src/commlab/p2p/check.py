@@ -1,0 +1,141 @@
+"""Check a reader's own ring on real gloo ranks against torch.distributed's collective (the
+build-your-own-ring lab).
+
+``check_ring(fn, "all_reduce")`` starts N ranks for every N asked (one launch per N), and on each rank, for
+every length, calls ``fn(x, tracer)`` and compares the result with the torch collective on the same input:
+``dist.all_reduce`` for all_reduce; the rank's chunk of ``dist.all_reduce`` for reduce_scatter (torch's
+reduce_scatter needs equal chunks, the ring does not); for all_gather, ``dist.all_reduce`` of a buffer that
+is zero but for the rank's own chunk. Inputs are small integers stored as float32, so every sum is exact and
+any error is a real one. When ``fn`` records its sends on the tracer, the gathered trace is also compared with
+the ring schedule (:func:`commlab.schedules.compare_trace`).
+
+What ``fn`` receives and returns, by ``kind`` (``tracer`` knows ``rank``, ``n_ranks``, ``length`` and
+``chunk_bounds``; ``fn(x)`` with one parameter is called without it):
+
+* all_reduce: ``x`` the whole buffer (``length`` elements); return the sum, ``length`` elements.
+* reduce_scatter: ``x`` the whole buffer; return this rank's chunk of the sum.
+* all_gather: ``x`` this rank's chunk; return the whole buffer, chunks in rank order.
+"""
+from __future__ import annotations
+
+import inspect
+
+from commlab.errors import CommlabError, check_choice
+from commlab.p2p.report import CaseResult, CheckReport, describe_crash
+from commlab.p2p.tracer import Tracer
+
+KINDS = ("all_reduce", "reduce_scatter", "all_gather")
+DEFAULT_LENGTHS = (0, 1, 5, 17, 64, 1000)
+
+
+def _input(rank: int, length: int, seed: int):
+    import torch
+
+    generator = torch.Generator().manual_seed(seed * 1_000_003 + rank * 10_007 + length)
+    return torch.randint(-8, 9, (length,), generator=generator).to(torch.float32)
+
+
+def _reference(kind: str, x, tracer: Tracer):
+    """What torch.distributed's own collective gives this rank for the whole-buffer input ``x``."""
+    import torch
+    import torch.distributed as dist
+
+    if kind == "all_gather":  # zero but for this rank's chunk: the sum over ranks is the gathered buffer
+        alone = torch.zeros_like(x)
+        tracer.chunk(alone, tracer.rank).copy_(tracer.chunk(x, tracer.rank))
+        dist.all_reduce(alone)
+        return alone
+    total = x.clone()
+    dist.all_reduce(total)
+    return total if kind == "all_reduce" else tracer.chunk(total, tracer.rank).clone()
+
+
+def _compare(n_ranks: int, length: int, rank: int, got, want) -> CaseResult:
+    import torch
+
+    if not isinstance(got, torch.Tensor):
+        return CaseResult(n_ranks, length, rank, None, f"returned {type(got).__name__}, not a tensor")
+    got = got.detach().cpu().flatten().to(want.dtype)
+    if got.numel() != want.numel():
+        return CaseResult(n_ranks, length, rank, None,
+                          f"returned {got.numel()} elements where {want.numel()} were expected")
+    if want.numel() == 0:
+        return CaseResult(n_ranks, length, rank, 0.0, "")
+    error = (got - want).abs()
+    worst = int(torch.argmax(error))
+    max_error = float(error[worst])
+    note = "" if max_error == 0 else (f"element {worst}: expected {want[worst].item():g}, "
+                                      f"got {got[worst].item():g}")
+    return CaseResult(n_ranks, length, rank, max_error, note)
+
+
+def _call(fn, x, tracer: Tracer):
+    takes_tracer = len(inspect.signature(fn).parameters) >= 2
+    return fn(x, tracer) if takes_tracer else fn(x)
+
+
+def _check_rank(rank: int, n_ranks: int, fn, kind: str, lengths: tuple[int, ...], seed: int) -> dict:
+    """Inside one rank: every length, compared; rank 0 also returns the gathered traces."""
+    results, traces = [], {}
+    for length in lengths:
+        x = _input(rank, length, seed)
+        tracer = Tracer(rank, n_ranks, length)
+        given = tracer.chunk(x, rank).clone() if kind == "all_gather" else x.clone()
+        try:
+            got = _call(fn, given, tracer)
+        except Exception as exc:
+            raise RuntimeError(f"{kind} with n_ranks={n_ranks}, length={length}: "
+                               f"{type(exc).__name__}: {exc}") from exc
+        results.append(_compare(n_ranks, length, rank, got, _reference(kind, x, tracer)))
+        traces[length] = tracer.gather()
+    return {"results": results, "traces": traces if rank == 0 else {}}
+
+
+def _validate(fn, kind: str, n_ranks_list, lengths, timeout_s: float):
+    if not callable(fn):
+        raise CommlabError(f"fn must be a function fn(x, tracer) -> tensor, got {fn!r}")
+    check_choice("kind", kind, KINDS)
+    n_list = tuple(n_ranks_list)
+    if not n_list or any(not isinstance(n, int) or isinstance(n, bool) or not 2 <= n <= 64 for n in n_list):
+        raise CommlabError(f"n_ranks_list must hold whole numbers from 2 to 64, got {n_list!r}")
+    length_list = tuple(lengths)
+    if not length_list or any(not isinstance(v, int) or isinstance(v, bool) or v < 0 for v in length_list):
+        raise CommlabError(f"lengths must be whole numbers >= 0, got {length_list!r}")
+    if not isinstance(timeout_s, (int, float)) or isinstance(timeout_s, bool) or not timeout_s > 0:
+        raise CommlabError(f"timeout_s must be a number of seconds > 0, got {timeout_s!r}")
+    return n_list, length_list
+
+
+def check_ring(fn, kind: str, n_ranks_list=range(2, 9), lengths=DEFAULT_LENGTHS, timeout_s: float = 60.0,
+               seed: int = 0, algorithm: str | None = None) -> CheckReport:
+    """Run ``fn`` on real gloo ranks for each N in ``n_ranks_list`` and each length; compare with torch.
+
+    Stops at the first N that fails and returns a :class:`CheckReport` whose text names the first failure
+    (N, length, rank, max error, or the exception / deadlock); ``report.ok`` is True when all passed. The
+    recorded trace, if ``fn`` used its tracer, is compared with ``algorithm`` (default: the ring schedule of
+    ``kind``). ``timeout_s`` bounds each launch: a deadlocked ring is stopped and reported with its stack.
+    """
+    from commlab.launch import RankError, run
+    from commlab.schedules import build, compare_trace
+
+    n_list, length_list = _validate(fn, kind, n_ranks_list, lengths, timeout_s)
+    algorithm = algorithm or "ring-" + kind.replace("_", "-")
+    cases, departures, traced = [], [], []
+    for n in n_list:
+        try:
+            per_rank = run(_check_rank, n, fn, kind, length_list, seed, backend="gloo", timeout_s=timeout_s,
+                           verbose=False)
+        except RankError as exc:
+            return CheckReport(kind, algorithm, tuple(cases), tuple(departures), tuple(traced),
+                               crash=describe_crash(kind, n, exc, timeout_s))
+        cases += [case for part in per_rank for case in part["results"]]
+        for length, trace in per_rank[0]["traces"].items():
+            if trace:
+                traced.append((n, length))
+                departure = compare_trace(build(algorithm, n), trace)
+                if departure is not None:
+                    departures.append((n, length, departure))
+        report = CheckReport(kind, algorithm, tuple(cases), tuple(departures), tuple(traced))
+        if not report.ok:
+            return report
+    return report
