@@ -1,0 +1,133 @@
+"""The bandwidth sweep lab as a script: an nccl-tests-style sweep over torch.distributed, busbw recomputed from
+algbw by hand, an alpha-beta fit, and the comparison with a real 8x H100 nccl-tests run (labs/bandwidth_sweep.ipynb).
+
+On one machine, without a launcher (the script starts the ranks itself; gloo on CPU, NCCL with a GPU per rank):
+
+    python labs/scripts/bandwidth_sweep.py --ranks 4
+    python labs/scripts/bandwidth_sweep.py --ranks 2 --op all_gather -b 1K -e 16M -f 2
+
+Under torchrun, on one node or several (rank 0 prints):
+
+    torchrun --nproc-per-node 4 labs/scripts/bandwidth_sweep.py
+    torchrun --nnodes 2 --nproc-per-node 8 --rdzv-backend c10d --rdzv-endpoint HOST:29500 \\
+        labs/scripts/bandwidth_sweep.py -b 8 -e 1G -f 2 -n 20 --link nvlink4
+
+Sizes take nccl-tests' suffixes (bare K/M/G are binary). The flags mean what nccl-tests' flags mean.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+DEFAULT_RANKS = 4
+COMPARE_FIXTURE = 7          # 07_all_reduce_H100-p5-NVSwitch_8r.txt: 8x H100 SXM, one node
+COMPARE_LINK = "nvlink4"
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                epilog="\n\n".join(__doc__.split("\n\n")[1:]),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--op", default="all_reduce", help="collective (commlab bench's names; default all_reduce)")
+    p.add_argument("-b", "--minbytes", default="1K", help="first size (default 1K)")
+    p.add_argument("-e", "--maxbytes", default="4M", help="last size (default 4M)")
+    p.add_argument("-f", "--stepfactor", type=int, default=4, help="size multiplier (default 4)")
+    p.add_argument("-n", "--iters", type=int, default=10, help="timed iterations per size (default 10)")
+    p.add_argument("-w", "--warmup", type=int, default=2, help="warm-up iterations (default 2)")
+    p.add_argument("--ranks", type=int, default=None,
+                   help=f"ranks to start without torchrun (default $COMMLAB_N_RANKS or {DEFAULT_RANKS})")
+    p.add_argument("--backend", default="auto", help="auto, gloo or nccl (default auto)")
+    p.add_argument("--timeout", type=float, default=300.0, help="limit for the whole run in seconds (default 300)")
+    p.add_argument("--link", default=None, help="judge this run's peak busbw against a commlab.hardware link "
+                                                "(nvlink4, pcie5, ib-ndr, ...)")
+    return p.parse_args(argv)
+
+
+def worker(rank: int, n_ranks: int, config):
+    """Every rank sweeps (a collective needs them all); rank 0 returns the result."""
+    from commlab.bench import sweep_in_group
+
+    result = sweep_in_group(config)
+    return result if rank == 0 else None
+
+
+def busbw_lines(result) -> list[str]:
+    """busbw recomputed from algbw with the reference bus_factor, against the table's busbw column."""
+    from commlab.labs.solutions.bandwidth_sweep import bus_factor
+
+    factor = bus_factor(result.op, result.n_ranks)
+    worst = max(abs(row.oop.algbw_GBps * factor - row.oop.busbw_GBps) for row in result.rows)
+    return [f"busbw = algbw x F(n), F({result.n_ranks}) = {factor:g} for {result.op}: "
+            f"largest difference from the table's busbw column {worst:.3g} GB/s"]
+
+
+def fit_lines(result) -> list[str]:
+    """The alpha-beta fit of the out-of-place times, by hand (the lab's solution) and by commlab.cost."""
+    from commlab.cost import fit_alpha_beta
+    from commlab.labs.solutions.bandwidth_sweep import least_squares_alpha_beta
+    from commlab.units import format_bandwidth, format_time
+
+    nbytes = [row.size_bytes for row in result.rows]
+    t_s = [row.oop.time_us * 1e-6 for row in result.rows]
+    alpha_s, beta = least_squares_alpha_beta(nbytes, t_s)
+    ref = fit_alpha_beta(nbytes, t_s)
+    bw = "infinite" if beta == 0 else format_bandwidth(1 / beta)
+    return [f"alpha-beta fit of t = alpha + beta S (relative least squares): alpha = {format_time(alpha_s)}, "
+            f"1/beta = {bw}",
+            f"commlab.cost.fit_alpha_beta: alpha = {format_time(ref.alpha_s)}, 1/beta = "
+            f"{'infinite' if ref.beta_s_per_byte == 0 else format_bandwidth(1 / ref.beta_s_per_byte)}, "
+            f"R^2 = {ref.r2:.3f}"]
+
+
+def compare_lines(result, link: str | None) -> list[str]:
+    """This run next to the real 8x H100 log, in the numbers commlab.nccl.summarize gives."""
+    from commlab import nccl
+    from commlab.units import format_nbytes
+
+    mine = nccl.summarize(nccl.parse_log(result.table()))
+    path = nccl.nccl_tests_log(COMPARE_FIXTURE)
+    h100 = nccl.summarize(nccl.parse_log(path.read_text()))
+    lines = [f"{'':22s}{'peak busbw':>14s}{'at size':>12s}{'half-peak size':>16s}"]
+    for name, s in ((f"this run ({result.backend})", mine), ("8x H100 (fixture 07)", h100)):
+        lines.append(f"{name:22s}{s.peak_busbw_GBps:>10.3g} GB/s{format_nbytes(s.peak_size_bytes, binary=True):>12s}"
+                     f"{format_nbytes(s.half_peak_size_bytes, binary=True):>16s}")
+    judged = nccl.verdict(h100.peak_busbw_GBps, COMPARE_LINK)
+    lines.append(f"fixture 07 against {COMPARE_LINK}: {judged.verdict} ({judged.percent:.0f} %): {judged.explanation}")
+    if link is not None:
+        own = nccl.verdict(mine.peak_busbw_GBps, link)
+        lines.append(f"this run against {link}: {own.verdict} ({own.percent:.1f} %): {own.explanation}")
+    return lines
+
+
+def report(result, link: str | None = None) -> str:
+    """What rank 0 prints: the nccl-tests table, then the lab's three results."""
+    lines = [result.table().rstrip(), ""]
+    lines += busbw_lines(result) + fit_lines(result) + [""] + compare_lines(result, link)
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    from commlab import launch
+    from commlab.bench import BenchConfig
+    from commlab.errors import CommlabError
+
+    args = parse_args(argv)
+    try:
+        config = BenchConfig(args.op, args.minbytes, args.maxbytes, args.stepfactor, args.iters, args.warmup)
+        if args.link is not None:
+            from commlab.hardware import link
+
+            link(args.link)
+        values = launch.main(worker, DEFAULT_RANKS, config, n_ranks=args.ranks, backend=args.backend,
+                             timeout_s=args.timeout)
+    except CommlabError as exc:
+        print(f"bandwidth_sweep.py: error: {exc}", file=sys.stderr)
+        return 2
+    result = values if launch.is_launched() else values[0]   # torchrun: this rank's
+    if result is not None:
+        print(report(result, args.link))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""The ring vs tree lab as a script: time commlab.p2p's ring and binary-tree all-reduce (isend/irecv) and
+dist.all_reduce over a size sweep, check every result, fit this machine's alpha and B from the ring's times and
+predict where ring and tree cross (labs/ring_vs_tree.ipynb).
+
+On one machine, without a launcher (gloo on CPU; NCCL with a GPU per rank):
+
+    python labs/scripts/ring_vs_tree.py --ranks 4
+    python labs/scripts/ring_vs_tree.py --ranks 4 --sizes 1K,16K,256K,1M,4M --repeats 10
+
+Under torchrun; on GPUs, NCCL_ALGO chooses NCCL's own algorithm for the dist.all_reduce column (it must be set
+before the process group is created, so set it on the command line):
+
+    torchrun --nproc-per-node 4 labs/scripts/ring_vs_tree.py
+    NCCL_ALGO=Ring torchrun --nproc-per-node 8 labs/scripts/ring_vs_tree.py --sizes 4K,64K,1M,16M,256M
+    NCCL_ALGO=Tree torchrun --nproc-per-node 8 labs/scripts/ring_vs_tree.py --sizes 4K,64K,1M,16M,256M
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+DEFAULT_RANKS = 4
+DEFAULT_SIZES = "1K,16K,256K,1M,4M"
+ALGOS = ("ring", "tree", "dist.all_reduce")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                epilog="\n\n".join(__doc__.split("\n\n")[1:]),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--sizes", default=DEFAULT_SIZES,
+                   help=f"comma-separated sizes in bytes, K/M/G binary (default {DEFAULT_SIZES})")
+    p.add_argument("--repeats", type=int, default=5, help="timed calls per size and algorithm (default 5)")
+    p.add_argument("--ranks", type=int, default=None,
+                   help=f"ranks to start without torchrun (default $COMMLAB_N_RANKS or {DEFAULT_RANKS})")
+    p.add_argument("--backend", default="auto", help="auto, gloo or nccl (default auto)")
+    p.add_argument("--timeout", type=float, default=300.0, help="limit for the whole run in seconds (default 300)")
+    return p.parse_args(argv)
+
+
+def parse_sizes(text: str) -> list[int]:
+    """"1K,64K" -> [1024, 65536]; every size a positive multiple of 4 bytes (float32 elements)."""
+    from commlab.errors import CommlabError
+    from commlab.units import parse_nbytes
+
+    sizes = [parse_nbytes(part.strip()) for part in text.split(",") if part.strip()]
+    if not sizes or any(s <= 0 or s % 4 for s in sizes):
+        raise CommlabError(f"--sizes must be positive multiples of 4 bytes (float32), got {text!r}")
+    return sorted(set(sizes))
+
+
+def _mean_time_s(call, repeats: int, device) -> float:
+    import time
+
+    import torch
+    import torch.distributed as dist
+
+    call()                                                  # warm-up
+    if device.type == "cuda":
+        dist.barrier(device_ids=[device.index])
+    else:
+        dist.barrier()
+    start = time.perf_counter()
+    for _ in range(repeats):
+        call()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return (time.perf_counter() - start) / repeats
+
+
+def worker(rank: int, n_ranks: int, sizes: list[int], repeats: int):
+    """Every rank: per size, check ring and tree against dist.all_reduce and time the three; rank 0 returns
+    {"backend", "nccl_algo", "rows": [(nbytes, {algo: slowest rank's mean time})]}."""
+    import os
+
+    import torch
+    import torch.distributed as dist
+
+    from commlab import p2p
+
+    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else torch.device("cpu")
+    rows = []
+    for nbytes in sizes:
+        gen = torch.Generator().manual_seed(rank * 7919 + nbytes)
+        x = torch.randint(-100, 101, (nbytes // 4,), generator=gen).to(torch.float32).to(device)  # exact sums
+        want = x.clone()
+        dist.all_reduce(want)
+        for name, got in (("ring", p2p.ring_all_reduce(x)), ("tree", p2p.tree_all_reduce(x))):
+            if not torch.equal(got, want):
+                raise RuntimeError(f"rank {rank}: {name} all-reduce of {nbytes} bytes differs from dist.all_reduce")
+        calls = {"ring": lambda: p2p.ring_all_reduce(x), "tree": lambda: p2p.tree_all_reduce(x),
+                 "dist.all_reduce": lambda: dist.all_reduce(x.clone())}
+        times = torch.tensor([_mean_time_s(calls[a], repeats, device) for a in ALGOS], dtype=torch.float64,
+                             device=device)
+        dist.all_reduce(times, op=dist.ReduceOp.MAX)        # a collective ends when its slowest rank does
+        rows.append((nbytes, dict(zip(ALGOS, times.tolist()))))
+    if rank != 0:
+        return None
+    return {"backend": str(dist.get_backend()), "n_ranks": n_ranks, "nccl_algo": os.environ.get("NCCL_ALGO"),
+            "rows": rows}
+
+
+def fit_link(rows, n_ranks: int) -> tuple[float, float]:
+    """(alpha_s, bw_Bps) per hop from the ring's times: t = 2(N-1) alpha + 2(N-1)/(N B) S is a line in S."""
+    from commlab.cost import fit_alpha_beta
+
+    fit = fit_alpha_beta([s for s, _ in rows], [t["ring"] for _, t in rows])
+    steps = 2 * (n_ranks - 1)
+    bw_Bps = math.inf if fit.beta_s_per_byte == 0 else steps / (n_ranks * fit.beta_s_per_byte)
+    return fit.alpha_s / steps, bw_Bps
+
+
+def crossover_lines(rows, n_ranks: int) -> list[str]:
+    """This machine's alpha and B from the ring's times, and the crossover the alpha-beta models predict."""
+    from commlab import cost
+    from commlab.labs.solutions.ring_vs_tree import predict_crossover_nbytes
+    from commlab.units import format_bandwidth, format_nbytes, format_time
+
+    alpha_s, bw_Bps = fit_link(rows, n_ranks)
+    bw_text = format_bandwidth(bw_Bps) if math.isfinite(bw_Bps) else "infinite"
+    lines = [f"fitted from the ring's times: alpha = {format_time(alpha_s)} per step, B = {bw_text} per link"]
+    if not (0 < alpha_s and math.isfinite(bw_Bps)):
+        return lines + ["the fit pinned alpha or 1/B to zero (too few sizes, or noisy times): no crossover "
+                        "predicted; use more sizes or --repeats"]
+    predicted = predict_crossover_nbytes(n_ranks, alpha_s, bw_Bps)
+    model = cost.crossover_nbytes("ring", "tree", n_ranks, alpha_s, bw_Bps)
+    if math.isnan(predicted):
+        return lines + [f"predicted: ring and tree never cross on {n_ranks} ranks (the ring is never slower; "
+                        f"commlab.cost.crossover_nbytes gives {model})"]
+    return lines + [f"predicted ring = tree at {format_nbytes(predicted)} (commlab.cost.crossover_nbytes: "
+                    f"{format_nbytes(model)})"]
+
+
+def report(out: dict) -> str:
+    """The table of measured times, then the predicted crossover."""
+    from commlab.units import format_nbytes, format_time
+
+    label = out["backend"] + (f", NCCL_ALGO={out['nccl_algo']}" if out["nccl_algo"] else "")
+    lines = [f"all-reduce on {out['n_ranks']} ranks ({label}), mean time of one call, slowest rank:",
+             f"{'size':>10s}" + "".join(f"{a:>17s}" for a in ALGOS) + f"{'faster of ring/tree':>21s}"]
+    for nbytes, t in out["rows"]:
+        faster = "ring" if t["ring"] < t["tree"] else "tree"
+        lines.append(f"{format_nbytes(nbytes, binary=True):>10s}" + "".join(f"{format_time(t[a]):>17s}" for a in ALGOS)
+                     + f"{faster:>21s}")
+    return "\n".join(lines + [""] + crossover_lines(out["rows"], out["n_ranks"]))
+
+
+def main(argv=None) -> int:
+    from commlab import launch
+    from commlab.errors import CommlabError
+
+    args = parse_args(argv)
+    try:
+        sizes = parse_sizes(args.sizes)
+        if args.repeats < 1:
+            raise CommlabError(f"--repeats must be at least 1, got {args.repeats}")
+        values = launch.main(worker, DEFAULT_RANKS, sizes, args.repeats, n_ranks=args.ranks, backend=args.backend,
+                             timeout_s=args.timeout)
+    except CommlabError as exc:
+        print(f"ring_vs_tree.py: error: {exc}", file=sys.stderr)
+        return 2
+    out = values if launch.is_launched() else values[0]   # torchrun: this rank's
+    if out is not None:
+        print(report(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
