@@ -239,9 +239,11 @@ def _specs() -> dict[str, CollectiveSpec]:
     one = lambda n: 1.0  # noqa: E731
     table = (
         ("broadcast", True, False, True, False, one, _ref_broadcast, _chain_from_root_sent, _from_root_received,
-         _same, _same, "root sends S; every other rank receives S (pipelined chain)"),
+         _same, _same, "every rank but the last in the chain sends S; every rank but the root receives S (pipelined chain "
+         "from the root)"),
         ("reduce", True, True, True, False, one, _ref_reduce, _chain_to_root_sent, _chain_to_root_received,
-         _same, _same, "every rank but the root sends S (pipelined chain towards the root)"),
+         _same, _same, "every rank but the root sends S; every rank but the first in the chain (root+1) receives S "
+         "(pipelined chain towards the root)"),
         ("all_reduce", False, True, True, False, ring2, _ref_all_reduce, _ring_all_reduce_sent,
          _ring_all_reduce_sent, _same, _same, "each rank sends and receives 2(N-1)/N * S (ring)"),
         ("all_gather", False, False, True, True, share, _ref_all_gather, _ring_share_sent, _ring_share_sent,

@@ -35,13 +35,19 @@ def test_ring_factors_and_n(n_ranks):
     assert find_mistake(1.37, (), generic, 0.02) is None
 
 
+def test_bidirectional_only_for_rates_times_and_ratios():
+    names = lambda unit: {m.name for m in generic_mistakes(unit, 4)}  # noqa: E731
+    assert "bidirectional vs unidirectional" in names("GB/s") and "bidirectional vs unidirectional" in names("ms")
+    assert "bidirectional vs unidirectional" not in names("GB")   # a byte count has no direction
+
+
 def test_percent_only_for_percent_answers():
     assert find_mistake(100, (), generic_mistakes("%", None), 0.02).mistake.name == "fraction vs percent"
     assert find_mistake(100, (), generic_mistakes("GB", None), 0.02) is None
 
 
 def test_n_equal_2_makes_the_ring_factor_invisible_and_coincide_with_bidirectional():
-    generic = generic_mistakes("GB", 2)
+    generic = generic_mistakes("GB/s", 2)
     assert find_mistake(1.0, (), generic, 0.02) is None
     match = find_mistake(0.5, (), generic, 0.02)
     assert match.mistake.name == "bidirectional vs unidirectional"

@@ -56,7 +56,7 @@ def dp_traffic(model: ModelConfig, par: ParallelConfig) -> Traffic:
         return Traffic(())
     grads = _shard_nbytes(model, par)
     if par.zero == 0:
-        return Traffic((TrafficItem("DP", "all_reduce", "gradients", "once per step, after backward (DDP buckets)",
+        return Traffic((TrafficItem("DP", "all_reduce", "gradients", "once per step, during backward, bucket by bucket (DDP buckets)",
                                     grads, 1, par.dp),))
     if par.zero in (1, 2):
         name = f"ZeRO-{par.zero}"

@@ -5,8 +5,8 @@ Each row is one rank's buffer and each cell one element. The values are
 ``commlab.collectives.contributions(op, n_ranks, length, root)`` (the reference run on indicator inputs).
 This module computes neither: it colours a cell with its source rank's colour (the rank labels on the left
 are the key), paints a cell that sums several ranks dark with a strip of their colours under the value, greys
-the inputs the collective never reads and, for ``reduce`` and ``gather``, the non-root outputs, whose
-contents torch leaves undefined.
+the inputs the collective never reads and the non-root outputs of ``reduce`` (contents undefined: a backend may
+use them as scratch) and ``gather`` (no output at all).
 """
 from __future__ import annotations
 
@@ -172,6 +172,8 @@ def _title(picture: Picture) -> str:
 
 
 def _after_words(picture: Picture) -> str:
+    if picture.op == "gather":
+        return f"after: only rank {picture.root} receives the gathered buffer (the others get no output)"
     if picture.op in ROOT_ONLY:
         return f"after: only rank {picture.root}'s buffer holds the result (torch leaves the others undefined)"
     return "after: each rank's output, coloured by the rank whose data each element holds"
@@ -194,7 +196,8 @@ def _panel(ax, picture: Picture, rows, after: bool, n_cols: int, fits: bool) -> 
         _rank_label(ax, rank, colours[rank])
         if not (picture.defined(rank) if after else picture.read(rank)):
             greyed += [_rect(j, rank, 0.0) for j in range(len(values))]
-            _row_note(ax, rank, len(values), "undefined" if after else "not read")
+            note = ("no output" if picture.op == "gather" else "undefined") if after else "not read"
+            _row_note(ax, rank, len(values), note)
             continue
         for j, value in enumerate(values):
             sources = np.flatnonzero(picture.reach[rank, j]) if after else np.array([rank])

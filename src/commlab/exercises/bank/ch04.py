@@ -42,8 +42,9 @@ def _broadcast_total(rng) -> Worked:
     sent = collectives.spec("broadcast").bytes_sent_per_rank(nbytes, n, root=0)
     total = float(sent.sum())
     root = float(sent[0])
-    question = (f"Rank 0 broadcasts {size(nbytes)} of initial weights to {n} ranks with a pipelined chain (rank 0 "
-                f"-> 1 -> 2 -> ... -> {n - 1}). How many GB cross the links in total, all ranks together?")
+    question = (f"Rank 0 broadcasts {size(nbytes)} of initial weights to the other {n - 1} ranks of a {n}-rank group "
+                f"with a pipelined chain (rank 0 -> 1 -> 2 -> ... -> {n - 1}). How many GB cross the links in "
+                "total, all ranks together?")
     solution = (f"Every rank but the last forwards the whole buffer once: {n - 1} x {size(nbytes)} = "
                 f"{size(total)}. The root sends only {size(root)}, not one copy per rank, so no link is a "
                 "bottleneck.")
@@ -70,7 +71,8 @@ def _busbw_factor(rng) -> Worked:
     n = draw_ranks(rng, (3, 4, 6, 8, 12, 16, 64))
     op = pick(rng, ("all_reduce", "all_gather", "reduce_scatter", "all_to_all"))
     factor = collectives.busbw_factor(op, n)
-    question = (f"nccl-tests reports busbw = algbw x F(N). What is F(N) for {op} on {n} ranks?")
+    question = (f"nccl-tests reports the bus bandwidth busbw = algbw x F(N), where F(N) is the busiest rank's "
+                f"traffic divided by the size S (chapter 4's table). What is F(N) for {op} on {n} ranks?")
     solution = (f"F(N) counts how much each rank's link carries per byte of the `size` column: {op}: "
                 f"{collectives.spec(op).formula}. F({n}) = {num(factor)}.")
     other = 0.5 if op == "all_reduce" else 2.0
@@ -81,17 +83,17 @@ def _busbw_factor(rng) -> Worked:
 
 EXERCISES = (
     Exercise("ch04.all-gather-sent", "Bytes each rank sends in all_gather", "GB", 0.02,
-             "Ring all-gather: each rank sends (N-1)/N of the gathered buffer S (chapter 04's table).",
+             "Ring all-gather: each rank sends (N-1)/N of the gathered buffer S (chapter 4's table).",
              _all_gather_sent),
     Exercise("ch04.reduce-scatter-sent", "Bytes each rank sends in reduce_scatter", "GB", 0.02,
-             "Ring reduce-scatter: N-1 steps of one chunk S/N each (chapter 04's table).", _reduce_scatter_sent),
+             "Ring reduce-scatter: N-1 steps of one chunk S/N each (chapter 4's table).", _reduce_scatter_sent),
     Exercise("ch04.broadcast-total", "Total bytes of a chain broadcast", "GB", 0.02,
-             "In a pipelined chain every rank but the last forwards S once (chapter 04, broadcast).",
+             "In a pipelined chain every rank but the last forwards S once (chapter 4, broadcast).",
              _broadcast_total),
     Exercise("ch04.all-gather-output", "Output size of all_gather", "MB", 0.02,
-             "all_gather concatenates every rank's input; multiply elements by bytes per element (chapter 04).",
+             "all_gather concatenates every rank's input; multiply elements by bytes per element (chapter 4).",
              _all_gather_output),
     Exercise("ch04.busbw-factor", "busbw factor of a collective", "", 0.01,
-             "all_reduce: 2(N-1)/N; all_gather, reduce_scatter, all_to_all: (N-1)/N (chapter 04, nccl-tests).",
+             "all_reduce: 2(N-1)/N; all_gather, reduce_scatter, all_to_all: (N-1)/N (chapter 4, nccl-tests).",
              _busbw_factor),
 )

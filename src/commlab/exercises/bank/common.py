@@ -24,8 +24,10 @@ def draw_round(rng: np.random.Generator, low: float, high: float, step: float) -
 
 
 def size(nbytes: float) -> str:
-    """A size as a reader would write it: "24.5 GB" in decimal units, "4 KiB" when it is a whole number of KiB."""
-    binary = nbytes >= 1024 and float(nbytes).is_integer() and int(nbytes) % 1024 == 0
+    """A size as a reader would write it: "24.5 GB" in decimal units, "4 KiB" when it is a whole number of KiB
+    and not a round decimal size."""
+    whole = float(nbytes).is_integer()
+    binary = nbytes >= 1024 and whole and int(nbytes) % 1024 == 0 and int(nbytes) % 1000 != 0
     return units.format_nbytes(nbytes, binary=binary, digits=4)
 
 

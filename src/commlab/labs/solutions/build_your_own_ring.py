@@ -21,7 +21,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from commlab.labs.solutions.p2p import Outcome, device_and_sync, run_checked
+from commlab.labs.checking import Outcome, device_and_sync, run_checked
 
 # --- the reference answers ---------------------------------------------------------------------------------
 
@@ -204,7 +204,7 @@ def _reader_frame(text: str) -> str:
 def in_words(report) -> str:
     """What is wrong, in two lines at most and without tracebacks ("" when nothing is): the first failure of a
     :class:`commlab.p2p.CheckReport`, or a right result whose sends were not recorded on the tracer."""
-    from commlab.labs.solutions.p2p import blocked_in
+    from commlab.labs.checking import blocked_in
 
     if report.ok:
         return "" if report.traced else (f"{report.kind} gives the right results, but recorded no sends: send with "

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from commlab.labs.solutions.p2p import Outcome, device_and_sync, run_checked
+from commlab.labs.checking import Outcome, device_and_sync, run_checked
 
 #: The collectives of the lab, in the order of chapter 04 (barrier carries no data).
 OPS = ("broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "gather", "scatter",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from commlab.labs.solutions.p2p import Outcome, run_checked
+from commlab.labs.checking import Outcome, run_checked
 
 KINDS = ("tp", "pp", "dp")
 
@@ -146,7 +146,7 @@ def groups_in_group(rank, n_ranks, groups) -> dict:
     import torch
     import torch.distributed as dist
 
-    from commlab.labs.solutions.p2p import device_and_sync
+    from commlab.labs.checking import device_and_sync
 
     device, _ = device_and_sync()
     found = {}
