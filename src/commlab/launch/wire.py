@@ -1,5 +1,5 @@
-"""What travels between a rank and the process that launched it: one framed result message, and lines of
-output re-printed with a ``[rank r]`` prefix.
+"""What travels between a rank and the process that launched it: framed messages (the store's port, the
+result), and lines of output re-printed with a ``[rank r]`` prefix.
 
 A message is ``8-byte big-endian length + cloudpickle bytes``. Rank 0 first sends ``("port", port)`` (the
 port of the TCPStore it hosts, which the launcher passes on to the other ranks); every rank ends with
