@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from commlab.bench.colls import Case
 from commlab.bench.config import BenchConfig
-from commlab.bench.data import count_wrong, expected_output, rank_input
+from commlab.bench.data import count_wrong_for, rank_input
 from commlab.bench.result import BenchResult
 from commlab.bench.timing import bandwidths_GBps, elapsed_per_iter_s, mean_over_ranks, sum_over_ranks
 from commlab.nccl.records import Measure, Row
@@ -47,8 +47,7 @@ def _wrong(case: Case, spec, config: BenchConfig, in_place: bool, device) -> int
     case.run(in_place)
     wrong = 0
     if case.op != "reduce" or case.rank == config.root:
-        want = expected_output(spec, case.rank, case.n_ranks, case.n_in, config.root, config.redop)
-        wrong = count_wrong(out, want)
+        wrong = count_wrong_for(spec, out, case.rank, case.n_ranks, case.n_in, config.root, config.redop)
     return sum_over_ranks(wrong, device)
 
 
