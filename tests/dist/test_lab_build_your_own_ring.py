@@ -2,7 +2,6 @@
 its checks find for typical mistakes, the recorded trace, the timing, and the script."""
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -117,10 +116,7 @@ def test_script_by_itself_and_under_torchrun():
     alone = _run([str(SCRIPT), "--ranks", "3", "--elements", "4096", "--repeats", "2"])
     assert alone.returncode == 0, alone.stderr[-2000:]
     assert alone.stdout.count("equals torch and follows the schedule") == 3
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    launched = _run(["-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
-                     "--master-port", str(port), str(SCRIPT), "--elements", "4096", "--repeats", "2"])
+    launched = _run(["-m", "torch.distributed.run", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+                     "--rdzv-endpoint", "127.0.0.1:0", str(SCRIPT), "--elements", "4096", "--repeats", "2"])
     assert launched.returncode == 0, launched.stderr[-2000:]
     assert "all-reduce of 16 KiB (gloo)" in launched.stdout

@@ -2,7 +2,6 @@
 ranks against the numpy reference, and its script (labs/scripts/collectives.py)."""
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -99,10 +98,7 @@ def test_script_runs_by_itself():
 
 
 def test_script_runs_under_torchrun():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    done = _run(["-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
-                 "--master-port", str(port), str(SCRIPT)])
+    done = _run(["-m", "torch.distributed.run", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+                 "--rdzv-endpoint", "127.0.0.1:0", str(SCRIPT)])
     assert done.returncode == 0, done.stderr[-2000:]
     assert "collectives lab on 2 ranks, backend gloo" in done.stdout and "bytes sent per rank" in done.stdout

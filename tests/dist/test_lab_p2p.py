@@ -1,7 +1,6 @@
 """The p2p lab's reference answers and checks on real gloo ranks, and its script (labs/scripts/p2p.py)."""
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,10 +15,6 @@ pytestmark = [pytest.mark.usefixtures("no_child_left"),
 SCRIPT = Path(__file__).resolve().parents[2] / "labs" / "scripts" / "p2p.py"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _run(args: list[str], timeout_s: float = 120.0) -> subprocess.CompletedProcess:
@@ -121,8 +116,8 @@ def test_script_runs_by_itself_with_the_deadlock_demo():
 
 
 def test_script_runs_under_torchrun():
-    launched = _run(["-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
-                     "--master-port", str(_free_port()), str(SCRIPT), "--max-size", "64K", "--halo-size", "64K"])
+    launched = _run(["-m", "torch.distributed.run", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+                     "--rdzv-endpoint", "127.0.0.1:0", str(SCRIPT), "--max-size", "64K", "--halo-size", "64K"])
     assert launched.returncode == 0, launched.stderr[-2000:]
     assert "p2p lab on 2 ranks, backend gloo" in launched.stdout and "32 KiB: one way" in launched.stdout
 

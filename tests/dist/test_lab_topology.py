@@ -3,7 +3,6 @@ topologies, the groups as gloo process groups, and the script (labs/scripts/topo
 from __future__ import annotations
 
 import itertools
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -110,10 +109,7 @@ def test_script_by_itself_right_and_wrong_layouts():
 
 
 def test_script_under_torchrun():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    done = _run(["-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-addr", "127.0.0.1",
-                 "--master-port", str(port), str(SCRIPT), "--example", "v100-sxm2-8"])
+    done = _run(["-m", "torch.distributed.run", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
+                 "--rdzv-endpoint", "127.0.0.1:0", str(SCRIPT), "--example", "v100-sxm2-8"])
     assert done.returncode == 0, done.stderr[-2000:]
     assert "tp=2 pp=1 dp=1 on 2 ranks: right" in done.stdout
