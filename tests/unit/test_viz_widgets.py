@@ -1,10 +1,15 @@
 """viz widgets, driven from Python as a reader's clicks would drive them: Play and the slider move together,
 the picture and caption follow, N and the algorithm rebuild; explorers redraw on every control."""
+import io
+
 import matplotlib
+import numpy as np
 import pytest
 
 from commlab import schedules
-from commlab.viz import RingAnimation, cost_explorer, link_ratio_explorer, ring_widget, tree_widget
+from commlab.viz import (
+    RingAnimation, cost_explorer, cost_figure, link_ratio_explorer, png_bytes, ring_widget, tree_widget,
+)
 
 matplotlib.use("Agg")
 
@@ -94,3 +99,77 @@ def test_widget_helpers_reject_bad_n(bad):
 
     with pytest.raises(CommlabError):
         ring_widget("ring-all-reduce", bad)
+
+
+# The explorers open at exactly the values a chapter asks for, on sliders of round values.
+
+def mantissa(value: float) -> float:
+    return value / 10 ** np.floor(np.log10(value))
+
+
+def test_cost_explorer_shows_chapter_06s_values_exactly():
+    from commlab import hardware
+    from commlab.units import format_bandwidth, format_time
+
+    ndr = hardware.link("ib-ndr")
+    explorer = cost_explorer(n_ranks=64, alpha_s=ndr.latency_s, bw_Bps=ndr.unidir_Bps, nbytes=2**20)
+    shown = {name: (c.label, c.value) for name, c in explorer.controls.items()}
+    assert shown == {"n_ranks": ("64", 64), "alpha_s": (format_time(ndr.latency_s), ndr.latency_s),
+                     "bw_Bps": (format_bandwidth(ndr.unidir_Bps), ndr.unidir_Bps), "nbytes": ("1 MiB", 2**20)}
+    explorer = cost_explorer(alpha_s=1e-6, bw_Bps=50e9)
+    assert (explorer.controls["alpha_s"].label, explorer.controls["bw_Bps"].label) == ("1 us", "50 GB/s")
+    assert explorer.values() == {"n_ranks": 8, "alpha_s": 1e-6, "bw_Bps": 50e9, "nbytes": 64 * 2**20}
+    assert explorer.image.value == png_bytes(cost_figure(8, 1e-6, 50e9, 64 * 2**20), compress_level=1)
+
+
+def test_cost_explorer_sliders_are_round_and_take_an_off_grid_value_exactly():
+    explorer = cost_explorer(n_ranks=10, alpha_s=3e-6, bw_Bps=25e9, nbytes=10**6)
+    labels = {name: c.label for name, c in explorer.controls.items()}
+    assert labels == {"n_ranks": "10", "alpha_s": "3 us", "bw_Bps": "25 GB/s", "nbytes": "1 MB"}
+    assert explorer.values() == {"n_ranks": 10, "alpha_s": 3e-6, "bw_Bps": 25e9, "nbytes": 10**6}
+    for name, low, high, requested in (("alpha_s", 1e-7, 1e-4, 3e-6), ("bw_Bps", 1e9, 1e12, 25e9)):
+        values = [v for _, v in explorer.controls[name].options]
+        assert values == sorted(values) and values[0] == low and values[-1] == high
+        grid = [v for v in values if v != requested]
+        assert len(grid) == 10                                           # 1, 2, 5 per decade over three decades
+        assert all(np.isclose(mantissa(v), [1, 2, 5]).any() for v in grid), grid
+    sizes = [v for _, v in explorer.controls["nbytes"].options if v != 10**6]
+    assert sizes == [2**k for k in range(10, 35)]
+
+
+def test_a_value_on_the_grid_is_not_listed_twice():
+    options = cost_explorer(alpha_s=2e-6).controls["alpha_s"].options
+    assert [label for label, _ in options].count("2 us") == 1 and len(options) == 10
+
+
+@pytest.mark.parametrize("bad", [{"alpha_s": 0.0}, {"bw_Bps": -1.0}, {"n_ranks": 1}, {"nbytes": 0}])
+def test_cost_explorer_rejects_values_it_cannot_draw(bad):
+    from commlab.errors import CommlabError
+
+    with pytest.raises(CommlabError):
+        cost_explorer(**bad)
+
+
+def test_explorer_is_exported_without_importing_ipywidgets_at_import_time():
+    import subprocess
+    import sys
+
+    import commlab.viz
+    from commlab.viz.explorer import Explorer
+
+    assert commlab.viz.Explorer is Explorer and "Explorer" in commlab.viz.__all__
+    code = "import sys, commlab.viz; assert 'ipywidgets' not in sys.modules; from commlab.viz import Explorer"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_the_widget_frame_has_the_static_exports_pixels_per_inch():
+    from PIL import Image
+
+    from commlab.viz.export import STATIC_DPI
+    from commlab.viz.scene import CAPTION_IN
+
+    box = ring_widget("ring-all-reduce", 8)
+    width_in, height_in = box.animation.figure.get_size_inches()
+    width_px, height_px = Image.open(io.BytesIO(box.image.value)).size
+    assert abs(width_px - width_in * STATIC_DPI) <= 1
+    assert abs(height_px - (height_in - CAPTION_IN) * STATIC_DPI) <= 1.5      # the caption band is cropped

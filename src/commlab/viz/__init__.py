@@ -10,7 +10,8 @@ PNG frames in an ``ipywidgets.Image``, so they run in JupyterLab without ipympl 
 * kernel-free output: :func:`to_html`, :func:`save_gif`, :func:`save_pngs`;
 * plots: :func:`plot_bandwidth`, :func:`plot_topology`, :func:`plot_timeline`, :func:`plot_collective`
   (chapter 04's before/after picture of one collective);
-* explorers: :func:`cost_explorer` / :func:`cost_figure`, :func:`link_ratio_explorer` / :func:`link_ratio_figure`;
+* explorers: :func:`cost_explorer` / :func:`cost_figure`, :func:`link_ratio_explorer` / :func:`link_ratio_figure`,
+  and :class:`Explorer` (sliders over any ``draw(**values) -> Figure``) for a chapter's own;
 * style: :func:`use_book_style`, :func:`rank_colors`.
 """
 from commlab.viz.animation import (
@@ -27,8 +28,24 @@ from commlab.viz.timeline import plot_timeline
 from commlab.viz.topology import plot_topology
 
 __all__ = [
-    "RANK_COLORS", "RingAnimation", "ScheduleAnimation", "TreeAnimation", "cost_explorer", "cost_figure",
+    "Explorer", "RANK_COLORS", "RingAnimation", "ScheduleAnimation", "TreeAnimation", "cost_explorer", "cost_figure",
     "link_ratio_explorer", "link_ratio_figure", "plot_bandwidth", "plot_collective", "plot_timeline",
     "plot_topology", "png_bytes", "rank_colors", "ring_widget", "save_gif", "save_pngs", "to_html", "tree_widget",
     "use_book_style",
 ]
+
+#: Names imported on first use (PEP 562), so ``import commlab.viz`` does not import ipywidgets.
+_LAZY = (("Explorer", "commlab.viz.explorer"),)
+
+
+def __getattr__(name: str):
+    for lazy_name, module in _LAZY:
+        if name == lazy_name:
+            import importlib
+
+            return getattr(importlib.import_module(module), name)
+    raise AttributeError(f"module 'commlab.viz' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {lazy_name for lazy_name, _ in _LAZY})

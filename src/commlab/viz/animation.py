@@ -29,6 +29,11 @@ RING_ALGORITHMS = ("ring-reduce-scatter", "ring-all-gather", "ring-all-reduce")
 CIRCLE_ALGORITHMS = RING_ALGORITHMS + ("naive-all-reduce", "recursive-doubling-all-reduce")
 #: Lines of the caption drawn inside the figure; ``.caption`` keeps every word.
 CAPTION_LINES = 3
+#: Pixels per inch of the figure, and so of the live widget's frames: a browser's CSS inch, as for the static
+#: exports (commlab.viz.export.STATIC_DPI), so the widget's 10 pt text shows at 10 pt. Measured with
+#: benchmarks/viz.py (benchmarks/README.md, "Views"): an 8-rank ring frame costs 20-21 ms of CPU at 96 dpi
+#: against 17-18 ms at 80, well inside the 50 ms a frame the widget is allowed.
+LIVE_DPI = 96.0
 
 
 class ScheduleAnimation:
@@ -37,13 +42,13 @@ class ScheduleAnimation:
     algorithms: tuple[str, ...] = ALGORITHMS
     """The algorithms this view accepts (the widget's dropdown)."""
 
-    def __init__(self, algorithm: str = "ring-all-reduce", n_ranks: int = 4, dpi: float = 80) -> None:
+    def __init__(self, algorithm: str = "ring-all-reduce", n_ranks: int = 4, dpi: float = LIVE_DPI) -> None:
         check_choice("algorithm", algorithm, self.algorithms)
         self._start(playback(algorithm, n_ranks), dpi)
 
     @classmethod
     def from_trace(cls, trace: Iterable[Transfer], n_ranks: int, collective: str = "all_reduce",
-                   algorithm: str | None = None, dpi: float = 80) -> "ScheduleAnimation":
+                   algorithm: str | None = None, dpi: float = LIVE_DPI) -> "ScheduleAnimation":
         """Play a recorded trace (Transfers from the reader's own code), marking where it departs from the
         reference schedule (``algorithm``, by default the ring for ``collective``) in the caption and in red."""
         played = trace_playback(trace, n_ranks, collective, algorithm)
@@ -202,7 +207,7 @@ class TreeAnimation(ScheduleAnimation):
 
     algorithms = TREE_ALGORITHMS
 
-    def __init__(self, algorithm: str = "double-tree-all-reduce", n_ranks: int = 8, dpi: float = 80) -> None:
+    def __init__(self, algorithm: str = "double-tree-all-reduce", n_ranks: int = 8, dpi: float = LIVE_DPI) -> None:
         super().__init__(algorithm, n_ranks, dpi)
 
 

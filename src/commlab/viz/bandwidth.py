@@ -83,7 +83,8 @@ def plot_bandwidth(runs: Sequence, *, roof=None, model=None, model_curve=None, m
 
     ``roof``: a :class:`commlab.hardware.Link` drawn at its one-way bandwidth. ``model``: a fitted
     :class:`commlab.cost.AlphaBeta` (its alpha and beta go in the legend); ``model_curve``: (nbytes, GB/s)
-    arrays of the model in the same metric.
+    arrays of the model in the same metric. The legend goes where it covers the fewest points, lines and
+    notes (matplotlib's ``loc="best"``), so a flat run along the bottom keeps it off its points.
     """
     checked = _checked_runs(runs, metric)
     curve = _model_curve(model, model_curve, metric, checked)
@@ -120,4 +121,4 @@ def _axes(ax, metric: str, roof) -> None:
     if roof is not None:
         low, high = ax.get_ylim()
         ax.set_ylim(low, max(high, roof.unidir_GBps * 1.8))
-    ax.legend(loc="lower right")
+    ax.legend(loc="best")

@@ -20,6 +20,10 @@ ALGOS = ("ring", "tree", "double-tree", "naive")
 #: Pairs whose crossover size is marked.
 CROSSINGS = (("ring", "tree"), ("ring", "double-tree"))
 SIZES_NBYTES = 2.0 ** np.arange(4, 36)       # 16 B .. 32 GiB, nccl-tests' power-of-two sweep
+#: The explorer's sliders: N, the ranges of its 1-2-5 alpha and bandwidth grids, its power-of-two sizes.
+RANKS = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024)
+ALPHA_RANGE_S, BW_RANGE_BPS = (1e-7, 1e-4), (1e9, 1e12)
+EXPLORER_SIZES_NBYTES = tuple(2**k for k in range(10, 35))     # 1 KiB .. 16 GiB
 #: The book's widest figure, and the panel titles' size in points.
 WIDTH_IN, TITLE_PT = 10.0, 11
 
@@ -98,22 +102,31 @@ def cost_figure(n_ranks: int = 8, alpha_s: float = 5e-6, bw_Bps: float = 50e9, n
     return fig
 
 
+def size_label(nbytes: float) -> str:
+    """"64 MiB" for a power of two, "1 MB" for any other size (so a requested 1e6 shows as given).
+
+    >>> size_label(2**26), size_label(1e6)
+    ('64 MiB', '1 MB')
+    """
+    whole = float(nbytes).is_integer() and nbytes > 0
+    return format_nbytes(nbytes, binary=whole and (int(nbytes) & (int(nbytes) - 1)) == 0)
+
+
 def cost_explorer(n_ranks: int = 8, alpha_s: float = 5e-6, bw_Bps: float = 50e9, nbytes: int = 64 * MiB):
-    """Sliders for N, alpha, bandwidth and size over :func:`cost_figure` (chapter 06's crossover explorer)."""
-    import ipywidgets as widgets
+    """Sliders for N, alpha, bandwidth and size over :func:`cost_figure` (chapter 06's crossover explorer).
 
-    from commlab.viz.explorer import Explorer
+    The sliders run over round values: alpha 0.1 us to 100 us and bandwidth 1 GB/s to 1 TB/s in 1-2-5 steps,
+    sizes in powers of two from 1 KiB to 16 GiB, N over :data:`RANKS`. A requested value that is not one of
+    them is added, so the explorer opens at exactly the values given (1 us shows as "1 us", not "998 ns").
+    """
+    from commlab.viz.explorer import Explorer, choice_slider, one_two_five
 
-    def pick(description, options, value):
-        nearest = min(options, key=lambda item: abs(np.log(item[1] / value)))
-        return widgets.SelectionSlider(options=options, value=nearest[1], description=description,
-                                       continuous_update=False, style={"description_width": "initial"})
-
-    ranks = [(str(n), n) for n in (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 256, 512, 1024)]
-    alphas = [(format_time(t), float(t)) for t in np.geomspace(0.5e-6, 100e-6, 24)]
-    bandwidths = [(format_bandwidth(b), float(b)) for b in np.geomspace(1e9, 1e12, 31)]
-    sizes = [(format_nbytes(s, binary=True), int(s)) for s in 2 ** np.arange(10, 35)]
-    controls = {"n_ranks": pick("ranks N", ranks, n_ranks), "alpha_s": pick("alpha", alphas, alpha_s),
-                "bw_Bps": pick("bandwidth", bandwidths, bw_Bps), "nbytes": pick("size", sizes, nbytes)}
+    _check(n_ranks, alpha_s, bw_Bps, nbytes)
+    nbytes = int(nbytes) if float(nbytes).is_integer() else float(nbytes)
+    controls = {
+        "n_ranks": choice_slider("ranks N", RANKS, n_ranks),
+        "alpha_s": choice_slider("alpha", one_two_five(*ALPHA_RANGE_S), float(alpha_s), format_time),
+        "bw_Bps": choice_slider("bandwidth", one_two_five(*BW_RANGE_BPS), float(bw_Bps), format_bandwidth),
+        "nbytes": choice_slider("size", EXPLORER_SIZES_NBYTES, nbytes, size_label),
+    }
     return Explorer(controls, cost_figure)
-

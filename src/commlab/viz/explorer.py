@@ -7,7 +7,8 @@ rejects) shows as a line of text instead of a traceback.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 
 import ipywidgets as widgets
 
@@ -45,6 +46,30 @@ class Explorer(widgets.VBox):
 
     def _on_change(self, _change) -> None:
         self.redraw()
+
+
+def one_two_five(low: float, high: float) -> tuple[float, ...]:
+    """The round values 1, 2, 5 times a power of ten from ``low`` to ``high`` (both > 0), each the float of its
+    decimal text (``2e-07``, not ``2 * 1e-7``), so a value typed as ``2e-7`` is one of them exactly.
+
+    >>> one_two_five(1e-7, 1e-6)
+    (1e-07, 2e-07, 5e-07, 1e-06)
+    """
+    if not (0 < low <= high and math.isfinite(high)):
+        raise CommlabError(f"one_two_five needs 0 < low <= high, got low={low!r}, high={high!r}")
+    values = (float(f"{m}e{e}") for e in range(math.floor(math.log10(low)) - 1, math.ceil(math.log10(high)) + 1)
+              for m in (1, 2, 5))
+    return tuple(v for v in values if low * (1 - 1e-12) <= v <= high * (1 + 1e-12))
+
+
+def choice_slider(description: str, values: Sequence[float], value: float,
+                  label: Callable[[float], str] = str) -> widgets.SelectionSlider:
+    """A SelectionSlider over ``values`` (labelled by ``label``) set to ``value`` exactly: when ``value`` is not
+    one of them it is added in order, and a grid value that would show the same label gives way to it."""
+    shown = label(value)
+    options = sorted([v for v in values if label(v) != shown and v != value] + [value])
+    return widgets.SelectionSlider(options=[(label(v), v) for v in options], value=value, description=description,
+                                   continuous_update=False, style={"description_width": "initial"})
 
 
 def log_slider(description: str, value: float, low: float, high: float, base: float = 10,

@@ -3,8 +3,9 @@
 The static book and GitHub-style viewers do not run widgets, so chapters also embed :func:`to_html`
 (matplotlib's ``FuncAnimation.to_jshtml``: every frame as a base64 PNG plus a small player). A browser shows
 one PNG pixel per CSS pixel, 96 to the inch, so the HTML and GIF frames are drawn at :data:`STATIC_DPI` = 96 (or
-the animation's own dpi if higher): a 10 pt caption then reads as 10 pt. (The live widget draws at the
-animation's dpi, 80 by default, for speed.) An 8-rank ring all-reduce (15 frames) stays near 1.2 MB.
+the animation's own dpi if higher): a 10 pt caption then reads as 10 pt. The live widget draws at the
+animation's dpi, by default the same 96 (commlab.viz.animation.LIVE_DPI). The HTML of an 8-rank ring
+all-reduce (15 frames) stays near 1.2 MB.
 """
 from __future__ import annotations
 
