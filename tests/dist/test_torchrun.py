@@ -6,6 +6,7 @@ find the first group's keys still in torchrun's store."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -56,8 +57,9 @@ def test_a_script_runs_under_torchrun_with_main_and_bench(tmp_path):
                            "--rdzv-endpoint", "127.0.0.1:0", str(script), str(rows_json)],
                           capture_output=True, text=True, timeout=180, env=env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    workers = sorted((json.loads(line[len("WORKER "):]) for line in done.stdout.splitlines()
-                      if line.startswith("WORKER ")), key=lambda w: w["rank"])
+    # two ranks share one stdout, so their lines may interleave: find each record, not each line
+    workers = sorted((json.loads(m) for m in re.findall(r"WORKER (\{[^{}]*\})", done.stdout)),
+                     key=lambda w: w["rank"])
     assert workers == [{"rank": r, "n_ranks": 2, "sum": 30.0, "local_rank": r, "backend": "gloo",
                         "launched": True} for r in range(2)]
     assert done.stdout.count("# Collective test starting: all_gather_perf") == 1  # rank 0 prints, once

@@ -2,18 +2,18 @@
 and real nccl-tests rows; the GPU parts say why they are skipped."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from commlab.nccl.examples import DATA_DIR as NCCL_DATA_DIR
 from commlab.errors import CommlabError
 from commlab.hardware import link
 from commlab.measure import (AllReduceResult, CopyPoint, CopySweep, Skipped, SweepConfig, best_time_s,
                              cpu_copy_sweep, cuda_unavailable_reason, d2d_sweep, d2h_sweep, gpu_copy_sweeps,
                              h2d_sweep, nccl_allreduce, pcie_roof, verdict)
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "nccl-tests"
+FIXTURES = NCCL_DATA_DIR / "nccl-tests"  # the real logs as shipped with commlab (identical to ../shared)
 
 
 def test_sweep_sizes_are_geometric_like_nccl_tests_flags():

@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
+from commlab.nccl.examples import DATA_DIR as NCCL_DATA_DIR
 from commlab.errors import CommlabError
 from commlab.hardware import link
 from commlab.topology import (Topology, advice, example, example_names, examples, nvlink_count, nvlink_groups,
                               parse_topo_text, ring_order)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "topo"
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "nccl-tests"
+FIXTURES = NCCL_DATA_DIR / "nccl-tests"  # the real logs as shipped with commlab (identical to ../shared)
 
 
 def v100() -> Topology:

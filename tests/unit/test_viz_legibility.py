@@ -2,11 +2,11 @@
 10 pt or more and inside the figure, and the texts that could collide kept apart (measured on the rendered
 figure, the way a notebook shows it)."""
 import io
-from pathlib import Path
 
 import matplotlib
 import pytest
 
+from commlab.nccl.examples import DATA_DIR as NCCL_DATA_DIR
 from commlab import hardware, overlap
 from commlab.schedules import Transfer
 from commlab.viz import (
@@ -17,7 +17,7 @@ from commlab.viz.style import MIN_FONT_PT
 
 matplotlib.use("Agg")
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "nccl-tests"
+FIXTURES = NCCL_DATA_DIR / "nccl-tests"  # the real logs as shipped with commlab (identical to ../shared)
 MAX_WIDTH_IN = 10.0
 
 

@@ -1,13 +1,13 @@
 """viz plots: bandwidth curves against a real nccl-tests log, topology heatmap, timelines, explorers' figures.
 Every view renders to a non-blank PNG; bad input is a CommlabError, not an empty picture."""
 import io
-from pathlib import Path
 
 import matplotlib
 import numpy as np
 import pytest
 from PIL import Image
 
+from commlab.nccl.examples import DATA_DIR as NCCL_DATA_DIR
 from commlab import hardware, overlap
 from commlab.errors import CommlabError
 from commlab.nccl import parse_log
@@ -17,7 +17,7 @@ from commlab.viz import (
 
 matplotlib.use("Agg")
 
-FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "nccl-tests"
+FIXTURES = NCCL_DATA_DIR / "nccl-tests"  # the real logs as shipped with commlab (identical to ../shared)
 
 
 def not_blank(fig) -> bool:
