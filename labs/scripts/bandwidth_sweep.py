@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from commlab.labs import script
+
 DEFAULT_RANKS = 4
 COMPARE_FIXTURE = 7          # 07_all_reduce_H100-p5-NVSwitch_8r.txt: 8x H100 SXM, one node
 COMPARE_LINK = "nvlink4"
@@ -34,13 +36,22 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("-f", "--stepfactor", type=int, default=4, help="size multiplier (default 4)")
     p.add_argument("-n", "--iters", type=int, default=10, help="timed iterations per size (default 10)")
     p.add_argument("-w", "--warmup", type=int, default=2, help="warm-up iterations (default 2)")
-    p.add_argument("--ranks", type=int, default=None,
-                   help=f"ranks to start without torchrun (default $COMMLAB_N_RANKS or {DEFAULT_RANKS})")
-    p.add_argument("--backend", default="auto", help="auto, gloo or nccl (default auto)")
-    p.add_argument("--timeout", type=float, default=300.0, help="limit for the whole run in seconds (default 300)")
     p.add_argument("--link", default=None, help="judge this run's peak busbw against a commlab.hardware link "
                                                 "(nvlink4, pcie5, ib-ndr, ...)")
+    script.add_launch_options(p, DEFAULT_RANKS, default_timeout_s=300.0)
     return p.parse_args(argv)
+
+
+def prepare(args: argparse.Namespace) -> tuple:
+    """The worker's arguments: the sweep's BenchConfig; ``--link`` checked before any rank starts."""
+    from commlab.bench import BenchConfig
+
+    config = BenchConfig(args.op, args.minbytes, args.maxbytes, args.stepfactor, args.iters, args.warmup)
+    if args.link is not None:
+        from commlab.hardware import link
+
+        link(args.link)
+    return (config,)
 
 
 def worker(rank: int, n_ranks: int, config):
@@ -107,26 +118,9 @@ def report(result, link: str | None = None) -> str:
 
 
 def main(argv=None) -> int:
-    from commlab import launch
-    from commlab.bench import BenchConfig
-    from commlab.errors import CommlabError
-
     args = parse_args(argv)
-    try:
-        config = BenchConfig(args.op, args.minbytes, args.maxbytes, args.stepfactor, args.iters, args.warmup)
-        if args.link is not None:
-            from commlab.hardware import link
-
-            link(args.link)
-        values = launch.main(worker, DEFAULT_RANKS, config, n_ranks=args.ranks, backend=args.backend,
-                             timeout_s=args.timeout)
-    except CommlabError as exc:
-        print(f"bandwidth_sweep.py: error: {exc}", file=sys.stderr)
-        return 2
-    result = values if launch.is_launched() else values[0]   # torchrun: this rank's
-    if result is not None:
-        print(report(result, args.link))
-    return 0
+    return script.run_script("bandwidth_sweep.py", args, worker, prepare, default_n_ranks=DEFAULT_RANKS,
+                             report=lambda result: report(result, args.link))
 
 
 if __name__ == "__main__":

@@ -20,23 +20,27 @@ from __future__ import annotations
 import argparse
 import sys
 
-from commlab import launch, units
-from commlab.errors import CommlabError
+from commlab import units
+from commlab.labs import script
 from commlab.labs.solutions import build_your_own_ring as lab
 
+DEFAULT_RANKS = 4
 LENGTHS = (0, 1, 5, 17, 64, 1000)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ranks", type=int, default=4, help="ranks to start without a launcher (default 4)")
-    parser.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"))
     parser.add_argument("--elements", type=int, default=1 << 20,
                         help="float32 elements of the timed all-reduce (default 1048576 = 4 MiB)")
     parser.add_argument("--repeats", type=int, default=5, help="timed runs of each all-reduce (default 5)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds for the whole run (default 120)")
+    script.add_launch_options(parser, DEFAULT_RANKS, default_timeout_s=120.0)
     return parser.parse_args(argv)
+
+
+def prepare(args: argparse.Namespace) -> tuple:
+    """The worker's arguments: the timed all-reduce's elements and repeats."""
+    return args.elements, args.repeats
 
 
 def worker(rank: int, n_ranks: int, n_elements: int, n_repeats: int) -> bool:
@@ -60,15 +64,8 @@ def worker(rank: int, n_ranks: int, n_elements: int, n_repeats: int) -> bool:
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
-    try:
-        result = launch.main(worker, 4, args.elements, args.repeats, n_ranks=args.ranks, backend=args.backend,
-                             timeout_s=args.timeout)
-        passed = all(result) if isinstance(result, list) else bool(result)
-        return 0 if passed else 1
-    except CommlabError as exc:  # a bad argument: one line, exit status 2, as the commlab CLI does
-        print(f"build_your_own_ring.py: error: {exc}", file=sys.stderr)
-        return 2
+    return script.run_script("build_your_own_ring.py", parse_args(argv), worker, prepare,
+                             default_n_ranks=DEFAULT_RANKS, check=all)
 
 
 if __name__ == "__main__":

@@ -19,21 +19,26 @@ import argparse
 import os
 import sys
 
-from commlab import collectives, launch, units
-from commlab.errors import CommlabError
+from commlab import collectives, units
+from commlab.labs import script
 from commlab.labs.solutions import collectives as lab
+
+DEFAULT_RANKS = 4
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ranks", type=int, default=4, help="ranks to start without a launcher (default 4)")
-    parser.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"))
     parser.add_argument("--per-rank", type=int, default=2,
                         help="elements per rank and chunk: each input has ranks x this many (default 2)")
     parser.add_argument("--size", default="64M", help="buffer size S for the bytes table (default 64M = 64 MiB)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds for the whole run (default 120)")
+    script.add_launch_options(parser, DEFAULT_RANKS, default_timeout_s=120.0)
     return parser.parse_args(argv)
+
+
+def prepare(args: argparse.Namespace) -> tuple:
+    """The worker's arguments: elements per rank, and the bytes table's size S (checked)."""
+    return args.per_rank, units.parse_nbytes(args.size)
 
 
 def bytes_table(n_ranks: int, nbytes: int) -> list[str]:
@@ -64,16 +69,8 @@ def worker(rank: int, n_ranks: int, per_rank: int, nbytes: int) -> bool:
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
-    try:
-        nbytes = units.parse_nbytes(args.size)
-        result = launch.main(worker, 4, args.per_rank, nbytes, n_ranks=args.ranks, backend=args.backend,
-                             timeout_s=args.timeout)
-        passed = all(result) if isinstance(result, list) else bool(result)
-        return 0 if passed else 1
-    except CommlabError as exc:  # a bad argument: one line, exit status 2, as the commlab CLI does
-        print(f"collectives.py: error: {exc}", file=sys.stderr)
-        return 2
+    return script.run_script("collectives.py", parse_args(argv), worker, prepare, default_n_ranks=DEFAULT_RANKS,
+                             check=all)
 
 
 if __name__ == "__main__":

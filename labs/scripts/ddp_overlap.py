@@ -19,6 +19,8 @@ import argparse
 import math
 import sys
 
+from commlab.labs import script
+
 DEFAULT_RANKS = 2
 DEFAULT_CAPS = "0.25,1,2,4,8,32"
 #: The lab's model: 8 linear layers, about 1.7 million float32 parameters (6.8 MB of gradients).
@@ -45,13 +47,22 @@ def parse_args(argv=None) -> argparse.Namespace:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--caps", default=DEFAULT_CAPS, help=f"bucket_cap_mb values, MiB (default {DEFAULT_CAPS})")
     p.add_argument("--steps", type=int, default=5, help="timed steps per cap, after 2 warm-up steps (default 5)")
-    p.add_argument("--ranks", type=int, default=None,
-                   help=f"ranks to start without torchrun (default $COMMLAB_N_RANKS or {DEFAULT_RANKS})")
     p.add_argument("--profile-cap", type=float, default=None, metavar="MIB",
                    help="also profile one step at this bucket_cap_mb and summarise its timeline")
-    p.add_argument("--backend", default="auto", help="auto, gloo or nccl (default auto)")
-    p.add_argument("--timeout", type=float, default=300.0, help="limit for the whole run in seconds (default 300)")
+    script.add_launch_options(p, DEFAULT_RANKS, default_timeout_s=300.0)
     return p.parse_args(argv)
+
+
+def prepare(args: argparse.Namespace) -> tuple:
+    """The worker's arguments (caps, steps, profile cap), checked."""
+    from commlab.errors import CommlabError
+
+    caps = parse_caps(args.caps)
+    if args.steps < 1:
+        raise CommlabError(f"--steps must be at least 1, got {args.steps}")
+    if args.profile_cap is not None and not 0 < args.profile_cap <= 1024:
+        raise CommlabError(f"--profile-cap must be a number of MiB above 0, up to 1024, got {args.profile_cap}")
+    return caps, args.steps, args.profile_cap
 
 
 def parse_caps(text: str) -> list[float]:
@@ -281,25 +292,8 @@ def report(out: dict) -> str:
 
 
 def main(argv=None) -> int:
-    from commlab import launch
-    from commlab.errors import CommlabError
-
-    args = parse_args(argv)
-    try:
-        caps = parse_caps(args.caps)
-        if args.steps < 1:
-            raise CommlabError(f"--steps must be at least 1, got {args.steps}")
-        if args.profile_cap is not None and not 0 < args.profile_cap <= 1024:
-            raise CommlabError(f"--profile-cap must be a number of MiB above 0, up to 1024, got {args.profile_cap}")
-        values = launch.main(worker, DEFAULT_RANKS, caps, args.steps, args.profile_cap, n_ranks=args.ranks,
-                             backend=args.backend, timeout_s=args.timeout)
-    except CommlabError as exc:
-        print(f"ddp_overlap.py: error: {exc}", file=sys.stderr)
-        return 2
-    out = values if launch.is_launched() else values[0]   # torchrun: this rank's
-    if out is not None:
-        print(report(out))
-    return 0
+    return script.run_script("ddp_overlap.py", parse_args(argv), worker, prepare, default_n_ranks=DEFAULT_RANKS,
+                             report=report)
 
 
 if __name__ == "__main__":

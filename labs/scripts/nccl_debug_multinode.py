@@ -24,6 +24,8 @@ import argparse
 import os
 import sys
 
+from commlab.labs import script
+
 DEFAULT_RANKS = 2
 
 
@@ -34,11 +36,22 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--nccl-debug-dir", default=None, metavar="DIR",
                    help="set NCCL_DEBUG=INFO and write each process's NCCL log to DIR (read on NCCL only)")
     p.add_argument("--size", default="4M", help="bytes of the timed all_reduce, K/M binary (default 4M)")
-    p.add_argument("--ranks", type=int, default=None,
-                   help=f"ranks to start without torchrun (default $COMMLAB_N_RANKS or {DEFAULT_RANKS})")
-    p.add_argument("--backend", default="auto", help="auto, gloo or nccl (default auto)")
-    p.add_argument("--timeout", type=float, default=120.0, help="limit for the whole run in seconds (default 120)")
+    script.add_launch_options(p, DEFAULT_RANKS, default_timeout_s=120.0)
     return p.parse_args(argv)
+
+
+def prepare(args: argparse.Namespace) -> tuple:
+    """The worker's argument (the timed size, checked); NCCL's debug variables set before any group exists."""
+    from commlab.errors import CommlabError
+    from commlab.units import parse_nbytes
+
+    nbytes = parse_nbytes(args.size)
+    if nbytes < 4 or nbytes % 4:
+        raise CommlabError(f"--size must be a positive multiple of 4 bytes, got {args.size!r}")
+    if args.nccl_debug_dir is not None:
+        os.makedirs(args.nccl_debug_dir, exist_ok=True)
+        os.environ.update(debug_environment(args.nccl_debug_dir))
+    return (nbytes,)
 
 
 def debug_environment(directory: str) -> dict:
@@ -127,28 +140,18 @@ def debug_lines(directory: str | None, backend: str) -> list[str]:
             *[f"  {link}" for link in links[:8]], *[f"  WARN {w}" for w in log.warnings[:5]]]
 
 
-def main(argv=None) -> int:
-    from commlab import launch
-    from commlab.errors import CommlabError
+def report(group: list[dict], args: argparse.Namespace) -> str:
+    """What rank 0 prints: the group's places and timing, then what NCCL's logs say."""
     from commlab.units import parse_nbytes
 
+    nbytes = parse_nbytes(args.size)                       # checked by prepare
+    return "\n".join(group_lines(group, nbytes) + debug_lines(args.nccl_debug_dir, group[0]["backend"]))
+
+
+def main(argv=None) -> int:
     args = parse_args(argv)
-    try:
-        nbytes = parse_nbytes(args.size)
-        if nbytes < 4 or nbytes % 4:
-            raise CommlabError(f"--size must be a positive multiple of 4 bytes, got {args.size!r}")
-        if args.nccl_debug_dir is not None:
-            os.makedirs(args.nccl_debug_dir, exist_ok=True)
-            os.environ.update(debug_environment(args.nccl_debug_dir))   # before any process group exists
-        values = launch.main(worker, DEFAULT_RANKS, nbytes, n_ranks=args.ranks, backend=args.backend,
-                             timeout_s=args.timeout)
-    except CommlabError as exc:
-        print(f"nccl_debug_multinode.py: error: {exc}", file=sys.stderr)
-        return 2
-    group = values if launch.is_launched() else values[0]   # torchrun: this rank's
-    if group is not None:
-        print("\n".join(group_lines(group, nbytes) + debug_lines(args.nccl_debug_dir, group[0]["backend"])))
-    return 0
+    return script.run_script("nccl_debug_multinode.py", args, worker, prepare, default_n_ranks=DEFAULT_RANKS,
+                             report=lambda group: report(group, args))
 
 
 if __name__ == "__main__":

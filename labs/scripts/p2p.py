@@ -20,22 +20,22 @@ import sys
 
 from commlab import cost, launch, units
 from commlab.errors import CommlabError
+from commlab.labs import script
 from commlab.labs.solutions import p2p as lab
 
+DEFAULT_RANKS = 2
 DEFAULT_MAX_NBYTES = 8 * 1024**2
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ranks", type=int, default=2, help="ranks to start without a launcher (default 2)")
-    parser.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"))
     parser.add_argument("--max-size", default="8M", help="largest ping-pong message; sizes start at 8 B and grow "
                                                          "4 times a step (default 8M = 8 MiB)")
     parser.add_argument("--halo-size", default="4M", help="bytes per halo buffer (default 4M = 4 MiB)")
     parser.add_argument("--deadlock", action="store_true",
                         help="first show the naive ring exchange deadlocking on gloo (not under torchrun)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds for the whole run (default 120)")
+    script.add_launch_options(parser, DEFAULT_RANKS, default_timeout_s=120.0)
     return parser.parse_args(argv)
 
 
@@ -88,26 +88,23 @@ def show_deadlock() -> None:
     print(outcome.problem or "the naive ring exchange finished: this backend completed the sends early")
 
 
+def prepare(args: argparse.Namespace) -> tuple:
+    """The worker's arguments (ping-pong sizes, halo bytes), checked; the deadlock demo first if asked for."""
+    n_ranks = script.ranks_to_start(args.ranks, DEFAULT_RANKS)
+    if not launch.is_launched() and n_ranks < 2:
+        raise CommlabError(f"the p2p lab needs at least 2 ranks (a ping-pong has two ends), got --ranks {n_ranks}")
+    halo_nbytes = units.parse_nbytes(args.halo_size)
+    sizes_nbytes = ping_pong_sizes(units.parse_nbytes(args.max_size))
+    if args.deadlock:
+        if launch.is_launched():
+            print("--deadlock is skipped under a launcher: a deadlocked rank cannot be stopped from inside")
+        else:
+            show_deadlock()
+    return sizes_nbytes, halo_nbytes
+
+
 def main(argv=None) -> int:
-    args = parse_args(argv)
-    try:
-        if not launch.is_launched() and args.ranks < 2:
-            raise CommlabError(f"the p2p lab needs at least 2 ranks (a ping-pong has two ends), "
-                               f"got --ranks {args.ranks}")
-        halo_nbytes = units.parse_nbytes(args.halo_size)
-        sizes_nbytes = ping_pong_sizes(units.parse_nbytes(args.max_size))
-        if args.deadlock:
-            if launch.is_launched():
-                print("--deadlock is skipped under a launcher: a deadlocked rank cannot be stopped from inside")
-            else:
-                show_deadlock()
-        result = launch.main(worker, 2, sizes_nbytes, halo_nbytes, n_ranks=args.ranks, backend=args.backend,
-                             timeout_s=args.timeout)
-        passed = all(result) if isinstance(result, list) else bool(result)
-        return 0 if passed else 1
-    except CommlabError as exc:  # a bad argument: one line, exit status 2, as the commlab CLI does
-        print(f"p2p.py: error: {exc}", file=sys.stderr)
-        return 2
+    return script.run_script("p2p.py", parse_args(argv), worker, prepare, default_n_ranks=DEFAULT_RANKS, check=all)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ import argparse
 import math
 import sys
 
+from commlab.labs import script
+
 DEFAULT_RANKS = 4
 DEFAULT_SIZES = "1K,16K,256K,1M,4M"
 ALGOS = ("ring", "tree", "dist.all_reduce")
@@ -32,11 +34,18 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--sizes", default=DEFAULT_SIZES,
                    help=f"comma-separated sizes in bytes, K/M/G binary (default {DEFAULT_SIZES})")
     p.add_argument("--repeats", type=int, default=5, help="timed calls per size and algorithm (default 5)")
-    p.add_argument("--ranks", type=int, default=None,
-                   help=f"ranks to start without torchrun (default $COMMLAB_N_RANKS or {DEFAULT_RANKS})")
-    p.add_argument("--backend", default="auto", help="auto, gloo or nccl (default auto)")
-    p.add_argument("--timeout", type=float, default=300.0, help="limit for the whole run in seconds (default 300)")
+    script.add_launch_options(p, DEFAULT_RANKS, default_timeout_s=300.0)
     return p.parse_args(argv)
+
+
+def prepare(args: argparse.Namespace) -> tuple:
+    """The worker's arguments (sizes, repeats), checked."""
+    from commlab.errors import CommlabError
+
+    sizes = parse_sizes(args.sizes)
+    if args.repeats < 1:
+        raise CommlabError(f"--repeats must be at least 1, got {args.repeats}")
+    return sizes, args.repeats
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -147,23 +156,8 @@ def report(out: dict) -> str:
 
 
 def main(argv=None) -> int:
-    from commlab import launch
-    from commlab.errors import CommlabError
-
-    args = parse_args(argv)
-    try:
-        sizes = parse_sizes(args.sizes)
-        if args.repeats < 1:
-            raise CommlabError(f"--repeats must be at least 1, got {args.repeats}")
-        values = launch.main(worker, DEFAULT_RANKS, sizes, args.repeats, n_ranks=args.ranks, backend=args.backend,
-                             timeout_s=args.timeout)
-    except CommlabError as exc:
-        print(f"ring_vs_tree.py: error: {exc}", file=sys.stderr)
-        return 2
-    out = values if launch.is_launched() else values[0]   # torchrun: this rank's
-    if out is not None:
-        print(report(out))
-    return 0
+    return script.run_script("ring_vs_tree.py", parse_args(argv), worker, prepare, default_n_ranks=DEFAULT_RANKS,
+                             report=report)
 
 
 if __name__ == "__main__":

@@ -19,22 +19,28 @@ from __future__ import annotations
 import argparse
 import sys
 
-from commlab import launch, measure, topology, units
+from commlab import measure, topology, units
 from commlab.errors import CommlabError
+from commlab.labs import script
 from commlab.labs.solutions import topology as lab
+
+DEFAULT_RANKS = 4
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--ranks", type=int, default=4, help="ranks to start without a launcher (default 4)")
-    parser.add_argument("--backend", default="auto", choices=("auto", "gloo", "nccl"))
     parser.add_argument("--example", default="a40-pcie-8", choices=topology.example_names(),
                         help="published topology used when this machine has too few GPUs (default a40-pcie-8)")
     parser.add_argument("--tp", type=int, default=None, help="tensor-parallel size (default 2, or 1 for an odd N)")
     parser.add_argument("--pp", type=int, default=1, help="pipeline-parallel size (default 1)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds for the whole run (default 120)")
+    script.add_launch_options(parser, DEFAULT_RANKS, default_timeout_s=120.0)
     return parser.parse_args(argv)
+
+
+def prepare(args: argparse.Namespace) -> tuple:
+    """The worker's arguments: the example topology and the sizes (the worker checks the layout)."""
+    return args.example, args.tp, args.pp
 
 
 def machine_for(n_ranks: int, example: str):
@@ -88,15 +94,8 @@ def worker(rank: int, n_ranks: int, example: str, tp: int | None, pp: int) -> bo
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
-    try:
-        result = launch.main(worker, 4, args.example, args.tp, args.pp, n_ranks=args.ranks, backend=args.backend,
-                             timeout_s=args.timeout)
-        passed = all(result) if isinstance(result, list) else bool(result)
-        return 0 if passed else 1
-    except CommlabError as exc:  # a bad argument: one line, exit status 2, as the commlab CLI does
-        print(f"topology.py: error: {exc}", file=sys.stderr)
-        return 2
+    return script.run_script("topology.py", parse_args(argv), worker, prepare, default_n_ranks=DEFAULT_RANKS,
+                             check=all)
 
 
 if __name__ == "__main__":

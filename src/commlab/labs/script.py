@@ -1,0 +1,88 @@
+"""The one ``main`` the lab scripts in labs/scripts share.
+
+Why it exists: every lab script runs the same worker two ways, as ``python script.py --ranks 4`` (it starts
+the ranks itself) and under ``torchrun`` (every process is one rank), and each of the eight scripts used to end
+with its own copy of the code around :func:`commlab.launch.main`: the ``--ranks``/``--backend``/``--timeout``
+options, the launch, rank 0's value picked out of a list without a launcher but taken as is under torchrun,
+a bad argument turned into one line and exit status 2, a report printed by rank 0, and the pass/fail exit
+status. Those rules now live here once; a script keeps only what is its own: its arguments and their checks
+(``prepare``), its worker, and how it reports or judges the result. A script ends with::
+
+    def main(argv=None) -> int:
+        return script.run_script("ring_vs_tree.py", parse_args(argv), worker, prepare,
+                                 default_n_ranks=DEFAULT_RANKS, report=report)
+
+Importing this module does not import torch.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any, Callable
+
+from commlab import launch
+from commlab.errors import CommlabError
+
+N_RANKS_VAR = "COMMLAB_N_RANKS"
+
+
+def add_launch_options(parser: argparse.ArgumentParser, default_n_ranks: int, default_timeout_s: float) -> None:
+    """Add ``--ranks``, ``--backend`` and ``--timeout``, the options :func:`run_script` reads.
+
+    ``--backend`` is checked by commlab.launch (a bad one is a one-line error, exit status 2, like any other).
+    """
+    parser.add_argument("--ranks", type=int, default=None,
+                        help=f"ranks to start without a launcher (default ${N_RANKS_VAR} or {default_n_ranks})")
+    parser.add_argument("--backend", default="auto", help="auto, gloo or nccl (default auto)")
+    parser.add_argument("--timeout", type=float, default=default_timeout_s,
+                        help=f"limit for the whole run in seconds (default {default_timeout_s:g})")
+
+
+def ranks_to_start(ranks: int | None, default_n_ranks: int) -> int:
+    """The ranks :func:`commlab.launch.main` starts without a launcher: ``--ranks``, else ``$COMMLAB_N_RANKS``,
+    else ``default_n_ranks`` (for a script that needs a minimum before it launches)."""
+    if ranks is not None:
+        return ranks
+    text = os.environ.get(N_RANKS_VAR)
+    if text is None:
+        return default_n_ranks
+    try:
+        return int(text)
+    except ValueError:
+        raise CommlabError(f"environment variable {N_RANKS_VAR} must be a whole number, got {text!r}") from None
+
+
+def run_script(name: str, args: argparse.Namespace, worker: Callable, prepare: Callable[[argparse.Namespace], tuple],
+               *, default_n_ranks: int, report: Callable[[Any], str] | None = None,
+               check: Callable[[list], bool] | None = None) -> int:
+    """Run a lab script's ``worker(rank, n_ranks, *prepare(args))`` either way it was started; its exit status.
+
+    ``prepare(args)`` checks the command line, does what must happen before any rank starts, and returns the
+    worker's arguments. A :class:`CommlabError` from it or from the launch (a rank's, under torchrun) prints
+    ``<name>: error: <message>`` on stderr and gives 2. Then ``report(value)`` is printed once, for rank 0's
+    value (unless it is None): the first of the list without a launcher, under torchrun only in rank 0's
+    process. ``check(values)`` decides 0 (passed) or 1: it sees every rank's value without a launcher and this
+    rank's alone under torchrun, which fails the job when any rank exits 1. Without ``check`` the status is 0.
+    """
+    launched = launch.is_launched()
+    try:
+        worker_args = prepare(args)
+        values = launch.main(worker, default_n_ranks, *worker_args, n_ranks=args.ranks, backend=args.backend,
+                             timeout_s=args.timeout)
+    except CommlabError as exc:  # a bad argument: one line, exit status 2, as the commlab CLI does
+        print(f"{name}: error: {exc}", file=sys.stderr)
+        return 2
+    first = _rank_0_value(values, launched)
+    if report is not None and first is not None:
+        print(report(first))
+    here = [values] if launched else values          # torchrun: launch.main returned this rank's value only
+    return 0 if check is None or check(here) else 1
+
+
+def _rank_0_value(values, launched: bool):
+    """Rank 0's value: the first of the list without a launcher; under torchrun this process's own value when
+    it is global rank 0 (torchrun's ``RANK``), else None."""
+    if not launched:
+        return values[0]
+    return values if os.environ.get("RANK", "").strip() == "0" else None
