@@ -125,3 +125,20 @@ def test_nccl_sweep_on_gpus_is_right():
                          verbose=False, timeout_s=300)
     assert result.backend == "nccl"
     assert all(m.wrong == 0 for r in result.rows for m in (r.oop, r.ip))
+
+
+def test_cli_reports_a_failed_rank_without_the_launcher_traceback(capsys, monkeypatch):
+    """A rank that fails is one clear message naming it, exit 1, not a traceback through commlab.launch."""
+    import commlab.bench.notebook as notebook
+    from commlab.cli import main
+    from commlab.launch import RankError
+    from commlab.launch.failures import RankFailure
+
+    def fail(*args, **kwargs):
+        raise RankError([RankFailure(1, "exception", "RuntimeError: boom", "Traceback: in the rank")], 2, "gloo")
+
+    monkeypatch.setattr(notebook, "run_sweep", fail)
+    code = main(["bench", "all_reduce", "-b", "8", "-e", "8", "--ranks", "2"])
+    err = capsys.readouterr().err
+    assert code == 1 and "rank 1" in err and "boom" in err
+    assert err.startswith("commlab bench: ") and "commlab/launch" not in err

@@ -59,6 +59,13 @@ def main(argv: list[str] | None = None) -> int:
     except CommlabError as exc:
         print(f"commlab {args._name}: error: {exc}", file=sys.stderr)
         return 2
+    except RuntimeError as exc:
+        # a rank failed or hung (commlab.launch.RankError): its message already names the rank and carries the
+        # rank's own traceback or stack, so the launcher's traceback would only bury it
+        if type(exc).__name__ != "RankError":
+            raise
+        print(f"commlab {args._name}: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:  # `commlab ... | head`: the reader stopped reading; not an error
         sys.stderr.close()
         return 0
