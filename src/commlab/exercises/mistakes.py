@@ -3,9 +3,9 @@
 The ratio answer / expected is compared with each candidate factor f (and 1/f) using the exercise's own
 tolerance (at least 0.5%); a declared mistake matches in its own direction only (its factor is what the
 slip does to the answer), a generic one either way. Candidates come in order of preference: the exercise's
-declared likely mistakes first, then the generic slips of the book: 8 (bits vs bytes, chapter 02),
-2 (bidirectional vs unidirectional, chapter 01), the ring factors 2(N-1)/N and (N-1)/N and a factor of N
-when the question has N ranks (chapters 04-05), 1000 vs 1024 and their squares and cubes (KB/KiB, MB/MiB,
+declared likely mistakes first, then the generic slips of the book: 8 (bits vs bytes, chapter 2),
+2 (bidirectional vs unidirectional, chapter 1), the ring factors 2(N-1)/N and (N-1)/N and a factor of N
+when the question has N ranks (chapters 4-05), 1000 vs 1024 and their squares and cubes (KB/KiB, MB/MiB,
 GB/GiB), a unit prefix (1000, 1e6) and fraction vs percent (100). A factor within the tolerance of 1 cannot
 be told from a right answer (N = 2 makes 2(N-1)/N = 1) and is skipped. When several candidates give the same
 factor (N = 8 and bits vs bytes), the first in that order is named and the others are listed.

@@ -1,4 +1,4 @@
-"""Chapter 01, NVLink and NVSwitch: link bandwidths, one vs both directions, meshes vs switches."""
+"""Chapter 1, NVLink and NVSwitch: link bandwidths, one vs both directions, meshes vs switches."""
 from __future__ import annotations
 
 import itertools
@@ -12,7 +12,7 @@ _PCIE = ("pcie4", "pcie5", "pcie6")
 
 
 def transfer_time_s(nbytes: float, link: hardware.Link) -> float:
-    """Bandwidth term of moving ``nbytes`` one way over ``link``: t = S / B_unidir (chapter 01)."""
+    """Bandwidth term of moving ``nbytes`` one way over ``link``: t = S / B_unidir (chapter 1)."""
     return nbytes / link.unidir_Bps
 
 
@@ -67,7 +67,7 @@ def _exchange_time(rng) -> Worked:
 
 
 def mesh_links(n_gpus: int) -> int:
-    """Links of a direct full mesh: one per unordered pair of GPUs, N(N-1)/2 (chapter 01)."""
+    """Links of a direct full mesh: one per unordered pair of GPUs, N(N-1)/2 (chapter 1)."""
     return sum(1 for _ in itertools.combinations(range(n_gpus), 2))
 
 
@@ -97,17 +97,17 @@ def _nvlink_per_gpu(rng) -> Worked:
 
 EXERCISES = (
     Exercise("ch01.move-time", "Time to move a tensor over a link", "ms", 0.02,
-             "t = S / B with B the one-direction bandwidth of the link (chapter 01's tables); watch GB vs GiB.",
+             "t = S / B with B the one-direction bandwidth of the link (chapter 1's tables); watch GB vs GiB.",
              _move_time),
     Exercise("ch01.link-ratio", "NVLink vs PCIe, one direction", "", 0.02,
-             "Put both links in the same terms (one direction) before dividing (chapter 01, NVLink vs PCIe).",
+             "Put both links in the same terms (one direction) before dividing (chapter 1, NVLink vs PCIe).",
              _link_ratio),
     Exercise("ch01.exchange-time", "Two GPUs swap tensors", "ms", 0.02,
              "Links are full duplex: each direction runs at the one-direction bandwidth at the same time "
-             "(chapter 01).", _exchange_time),
+             "(chapter 1).", _exchange_time),
     Exercise("ch01.mesh-links", "Links of a direct mesh", "", 0,
-             "Count unordered pairs of GPUs: N(N-1)/2 (chapter 01, NVSwitch).", _mesh_links),
+             "Count unordered pairs of GPUs: N(N-1)/2 (chapter 1, NVSwitch).", _mesh_links),
     Exercise("ch01.nvlink-per-gpu", "NVLink bandwidth per GPU", "GB/s", 0.02,
-             "Per-GPU = per-link x links; vendors quote both directions, one direction is half (chapter 01).",
+             "Per-GPU = per-link x links; vendors quote both directions, one direction is half (chapter 1).",
              _nvlink_per_gpu),
 )

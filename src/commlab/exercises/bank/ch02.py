@@ -1,4 +1,4 @@
-"""Chapter 02, InfiniBand and RoCE: bits vs bytes, port generations, the alpha-beta model of one message."""
+"""Chapter 2, InfiniBand and RoCE: bits vs bytes, port generations, the alpha-beta model of one message."""
 from __future__ import annotations
 
 from commlab import cost, hardware, units
@@ -10,7 +10,7 @@ _ANY = ("nvlink4", "pcie5") + _NETWORKS
 
 
 def message_time_s(nbytes: float, link: hardware.Link) -> float:
-    """One message on a link: t = alpha + S / B (alpha-beta model, chapter 02), via commlab.cost."""
+    """One message on a link: t = alpha + S / B (alpha-beta model, chapter 2), via commlab.cost."""
     return float(cost.collective_time_s("sendrecv", nbytes, 2, link))
 
 
@@ -90,15 +90,15 @@ def _tcp_vs_rdma(rng) -> Worked:
 
 EXERCISES = (
     Exercise("ch02.gbit-to-gbyte", "Gb/s to GB/s", "GB/s", 0.02,
-             "Networks are sold in bits per second; 1 byte = 8 bits (chapter 02, Gb/s vs GB/s).", _gbit_to_gbyte),
+             "Networks are sold in bits per second; 1 byte = 8 bits (chapter 2, Gb/s vs GB/s).", _gbit_to_gbyte),
     Exercise("ch02.ib-port", "InfiniBand port bandwidth", "GB/s", 0.02,
-             "Port rate = lanes x lane rate, in bits; then bits to bytes (chapter 02, HDR/NDR/XDR table).", _ib_port),
+             "Port rate = lanes x lane rate, in bits; then bits to bytes (chapter 2, HDR/NDR/XDR table).", _ib_port),
     Exercise("ch02.alpha-beta", "Time of one message", "us", 0.02,
-             "t = alpha + S/B, with B in bytes per second, one direction (chapter 02, the alpha-beta model).",
+             "t = alpha + S/B, with B in bytes per second, one direction (chapter 2, the alpha-beta model).",
              _alpha_beta),
     Exercise("ch02.half-size", "Where latency equals bandwidth time", "KB", 0.02,
-             "Set alpha = S/B and solve for S (chapter 02, latency-bound vs bandwidth-bound).", _half_size),
+             "Set alpha = S/B and solve for S (chapter 2, latency-bound vs bandwidth-bound).", _half_size),
     Exercise("ch02.tcp-vs-rdma", "TCP vs RDMA for a small message", "", 0.03,
-             "Compute t = alpha + S/B on both links; for tiny messages alpha dominates (chapter 02, RDMA).",
+             "Compute t = alpha + S/B on both links; for tiny messages alpha dominates (chapter 2, RDMA).",
              _tcp_vs_rdma),
 )

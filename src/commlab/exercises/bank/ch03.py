@@ -1,4 +1,4 @@
-"""Chapter 03, point-to-point: ping-pong latency and bandwidth, and counting the messages of a ring."""
+"""Chapter 3, point-to-point: ping-pong latency and bandwidth, and counting the messages of a ring."""
 from __future__ import annotations
 
 from commlab import cost, hardware, schedules, units
@@ -87,13 +87,13 @@ def _ring_messages(rng) -> Worked:
 
 EXERCISES = (
     Exercise("ch03.one-way", "One-way time from a ping-pong", "us", 0.02,
-             "A round trip is two messages; divide the loop's time by the number of messages (chapter 03).",
+             "A round trip is two messages; divide the loop's time by the number of messages (chapter 3).",
              _one_way),
     Exercise("ch03.pingpong-bandwidth", "Bandwidth from two ping-pong sizes", "GB/s", 0.03,
-             "The slope of t against S is 1/B; two points give it (chapter 03, ping-pong).", _pingpong_bandwidth),
+             "The slope of t against S is 1/B; two points give it (chapter 3, ping-pong).", _pingpong_bandwidth),
     Exercise("ch03.pingpong-latency", "Latency from two ping-pong sizes", "us", 0.03,
-             "Find B from the slope, then alpha = t - S/B at either point (chapter 03, ping-pong).",
+             "Find B from the slope, then alpha = t - S/B at either point (chapter 3, ping-pong).",
              _pingpong_latency),
     Exercise("ch03.ring-messages", "Messages of a ring all-gather", "", 0,
-             "Count steps (N-1) times messages per step (N) (chapter 03, a ring pass).", _ring_messages),
+             "Count steps (N-1) times messages per step (N) (chapter 3, a ring pass).", _ring_messages),
 )

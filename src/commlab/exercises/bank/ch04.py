@@ -1,4 +1,4 @@
-"""Chapter 04, collective primitives: bytes each rank sends, output sizes, nccl-tests' busbw factor."""
+"""Chapter 4, collective primitives: bytes each rank sends, output sizes, nccl-tests' busbw factor."""
 from __future__ import annotations
 
 from commlab import collectives, units

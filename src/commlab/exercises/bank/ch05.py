@@ -1,4 +1,4 @@
-"""Chapter 05, ring all-reduce: per-rank volume 2(N-1)/N * S, its time, its steps, and the naive root."""
+"""Chapter 5, ring all-reduce: per-rank volume 2(N-1)/N * S, its time, its steps, and the naive root."""
 from __future__ import annotations
 
 from commlab import collectives, cost, hardware, schedules, units
@@ -105,17 +105,17 @@ def _volume_growth(rng) -> Worked:
 
 EXERCISES = (
     Exercise("ch05.ring-volume", "Per-rank volume of a ring all-reduce", "GB", 0.02,
-             "Each rank sends 2(N-1)/N * S: N-1 chunks in reduce-scatter, N-1 in all-gather (chapter 05).",
+             "Each rank sends 2(N-1)/N * S: N-1 chunks in reduce-scatter, N-1 in all-gather (chapter 5).",
              _ring_volume),
     Exercise("ch05.ring-time", "Time of a ring all-reduce", "ms", 0.02,
-             "t = 2(N-1)(alpha + S/(N B)), B the one-direction bandwidth (chapter 05).", _ring_time),
+             "t = 2(N-1)(alpha + S/(N B)), B the one-direction bandwidth (chapter 5).", _ring_time),
     Exercise("ch05.ring-steps", "Steps of a ring all-reduce", "", 0,
-             "Reduce-scatter then all-gather, N-1 steps each (chapter 05).", _ring_steps),
+             "Reduce-scatter then all-gather, N-1 steps each (chapter 5).", _ring_steps),
     Exercise("ch05.naive-root", "The naive root's traffic", "GB", 0.02,
-             "The root sends one copy of the sum to every other rank (chapter 05, the naive approach).",
+             "The root sends one copy of the sum to every other rank (chapter 5, the naive approach).",
              _naive_root),
     Exercise("ch05.naive-vs-ring", "Naive root vs ring rank", "", 0.02,
-             "Compare (N-1) S with 2(N-1)/N S (chapter 05).", _naive_vs_ring),
+             "Compare (N-1) S with 2(N-1)/N S (chapter 5).", _naive_vs_ring),
     Exercise("ch05.volume-growth", "Does ring volume grow with N?", "", 0.01,
-             "Per-rank volume 2(N-1)/N * S; take the ratio for the two N (chapter 05).", _volume_growth),
+             "Per-rank volume 2(N-1)/N * S; take the ratio for the two N (chapter 5).", _volume_growth),
 )

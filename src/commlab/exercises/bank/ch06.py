@@ -1,4 +1,4 @@
-"""Chapter 06, tree all-reduce: 2 ceil(log2 N) steps, the ring/tree crossover, latency vs bandwidth."""
+"""Chapter 6, tree all-reduce: 2 ceil(log2 N) steps, the ring/tree crossover, latency vs bandwidth."""
 from __future__ import annotations
 
 from commlab import cost, hardware, units
@@ -99,15 +99,15 @@ def _tree_time(rng) -> Worked:
 
 EXERCISES = (
     Exercise("ch06.tree-steps", "Latency terms of a tree all-reduce", "", 0,
-             "A binary tree has ceil(log2 N) levels, crossed up and down (chapter 06).", _tree_steps),
+             "A binary tree has ceil(log2 N) levels, crossed up and down (chapter 6).", _tree_steps),
     Exercise("ch06.crossover", "Ring vs tree crossover size", "KB", 0.03,
-             "Set the ring and tree alpha-beta times equal and solve for S (chapter 06, the crossover explorer).",
+             "Set the ring and tree alpha-beta times equal and solve for S (chapter 6, the crossover explorer).",
              _crossover),
     Exercise("ch06.latency-ratio", "Ring vs tree for a tiny message", "", 0.03,
-             "For tiny S only the alpha terms count: 2(N-1) vs 2 ceil(log2 N) (chapter 06).", _latency_ratio),
+             "For tiny S only the alpha terms count: 2(N-1) vs 2 ceil(log2 N) (chapter 6).", _latency_ratio),
     Exercise("ch06.tree-bandwidth", "Plain tree vs ring for a large buffer", "", 0.03,
-             "For large S the bandwidth terms dominate: 2 ceil(log2 N) S/B vs 2(N-1)/N S/B (chapter 06).",
+             "For large S the bandwidth terms dominate: 2 ceil(log2 N) S/B vs 2(N-1)/N S/B (chapter 6).",
              _tree_bandwidth),
     Exercise("ch06.tree-time", "Time of a tree all-reduce, small message", "us", 0.02,
-             "t = 2 ceil(log2 N)(alpha + S/B): one alpha per level, up and down (chapter 06).", _tree_time),
+             "t = 2 ceil(log2 N)(alpha + S/B): one alpha per level, up and down (chapter 6).", _tree_time),
 )

@@ -1,4 +1,4 @@
-"""Chapter 07, overlapping compute and communication: DDP buckets, their all-reduce, the exposed time."""
+"""Chapter 7, overlapping compute and communication: DDP buckets, their all-reduce, the exposed time."""
 from __future__ import annotations
 
 import dataclasses
@@ -109,15 +109,15 @@ def _no_overlap_step(rng) -> Worked:
 
 EXERCISES = (
     Exercise("ch07.buckets", "Number of DDP buckets", "", 0,
-             "A bucket closes once it reaches bucket_cap_mb (MiB); count whole layers per bucket (chapter 07).",
+             "A bucket closes once it reaches bucket_cap_mb (MiB); count whole layers per bucket (chapter 7).",
              _buckets),
     Exercise("ch07.bucket-time", "All-reduce time of one bucket", "ms", 0.02,
-             "Ring all-reduce 2(N-1)(alpha + S/(N B)) with S in MiB as bucket_cap_mb counts (chapter 07).",
+             "Ring all-reduce 2(N-1)(alpha + S/(N B)) with S in MiB as bucket_cap_mb counts (chapter 7).",
              _bucket_time),
     Exercise("ch07.exposed", "Exposed communication with buckets", "ms", 0.02,
              "Draw the two streams: each bucket starts at max(ready, previous end); exposed = step - backward "
-             "(chapter 07's simulator).", _exposed),
+             "(chapter 7's simulator).", _exposed),
     Exercise("ch07.no-overlap", "Step time without overlap", "ms", 0.02,
-             "Without overlap the step is the backward plus every all-reduce in a row (chapter 07).",
+             "Without overlap the step is the backward plus every all-reduce in a row (chapter 7).",
              _no_overlap_step),
 )

@@ -1,4 +1,4 @@
-"""Chapter 08, NCCL and nccl-tests: algbw, busbw, and judging a measurement against the link."""
+"""Chapter 8, NCCL and nccl-tests: algbw, busbw, and judging a measurement against the link."""
 from __future__ import annotations
 
 from commlab import collectives, cost, hardware, units
@@ -116,16 +116,16 @@ def _debug_log(rng) -> Worked:
 
 EXERCISES = (
     Exercise("ch08.algbw", "algbw of an nccl-tests row", "GB/s", 0.02,
-             "algbw = size / time, with GB = 1e9 bytes (chapter 08, nccl-tests).", _algbw),
+             "algbw = size / time, with GB = 1e9 bytes (chapter 8, nccl-tests).", _algbw),
     Exercise("ch08.busbw", "busbw of an nccl-tests row", "GB/s", 0.02,
              "busbw = algbw x F(N): 2(N-1)/N for all_reduce, (N-1)/N for all_gather and friends, 1 for "
-             "broadcast (chapter 08).", _busbw),
+             "broadcast (chapter 8).", _busbw),
     Exercise("ch08.percent-of-link", "busbw against the link", "%", 0.02,
-             "Compare busbw with the link's one-direction bandwidth (chapter 08, is my cluster healthy?).",
+             "Compare busbw with the link's one-direction bandwidth (chapter 8, is my cluster healthy?).",
              _percent_of_link),
     Exercise("ch08.time-from-busbw", "Expected time of an nccl-tests row", "us", 0.02,
-             "algbw = busbw / F(N), then time = size / algbw (chapter 08).", _time_from_busbw),
+             "algbw = busbw / F(N), then time = size / algbw (chapter 8).", _time_from_busbw),
     Exercise("ch08.debug-log", "Reading a real NCCL_DEBUG=INFO log", "", 0,
              "Look at the 'Channel' lines: 'Channel 00/02' is channel 0 of 2, and each hop says 'via' its "
-             "transport (chapter 08, reading NCCL_DEBUG=INFO).", _debug_log),
+             "transport (chapter 8, reading NCCL_DEBUG=INFO).", _debug_log),
 )

@@ -1,4 +1,4 @@
-"""Chapter 09, parallelism from the communication view: DP sync, pipeline bubble, TP, ZeRO-3, EP, PP."""
+"""Chapter 9, parallelism from the communication view: DP sync, pipeline bubble, TP, ZeRO-3, EP, PP."""
 from __future__ import annotations
 
 import dataclasses
@@ -161,21 +161,21 @@ def _pp_send(rng) -> Worked:
 
 EXERCISES = (
     Exercise("ch09.dp-sync", "DP gradient sync time", "s", 0.03,
-             "t = 2(N-1)(alpha + S/(N B)) with S the gradient bytes and B one way (chapter 09, DP).", _dp_sync),
+             "t = 2(N-1)(alpha + S/(N B)) with S the gradient bytes and B one way (chapter 9, DP).", _dp_sync),
     Exercise("ch09.bubble", "Pipeline bubble", "%", 0.02,
-             "Bubble share of the step = (p-1)/(m+p-1) (chapter 09, pipeline bubbles).", _bubble),
+             "Bubble share of the step = (p-1)/(m+p-1) (chapter 9, pipeline bubbles).", _bubble),
     Exercise("ch09.tp-volume", "TP all-reduce bytes per layer", "MB", 0.02,
              "4 all-reduces per layer (2 forward, 2 backward) of A = b s h x 2 bytes, 2(t-1)/t * A each "
-             "(chapter 09, TP).", _tp_volume),
+             "(chapter 9, TP).", _tp_volume),
     Exercise("ch09.tp-time", "TP all-reduce time per step", "s", 0.03,
-             "4 all-reduces per layer, each 2(t-1)(alpha + A/(t B)) (chapter 09, why TP stays in the node).",
+             "4 all-reduces per layer, each 2(t-1)(alpha + A/(t B)) (chapter 9, why TP stays in the node).",
              _tp_time),
     Exercise("ch09.zero3-vs-dp", "ZeRO-3 vs DDP traffic", "", 0.02,
              "ZeRO-3: 2 all-gathers + 1 reduce-scatter, (N-1)/N * P each, per micro-batch; DDP: one all-reduce "
-             "(chapter 09, ZeRO).", _zero3_vs_dp),
+             "(chapter 9, ZeRO).", _zero3_vs_dp),
     Exercise("ch09.ep-all-to-all", "EP all-to-all bytes", "MB", 0.02,
              "Each all-to-all sends (E-1)/E of the routed tokens s k h x 2 bytes; dispatch and combine "
-             "(chapter 09, EP).", _ep_all_to_all),
+             "(chapter 9, EP).", _ep_all_to_all),
     Exercise("ch09.pp-send", "Pipeline activation send time", "ms", 0.02,
-             "t = alpha + A/B with A = b s h x 2 bytes (chapter 09, PP).", _pp_send),
+             "t = alpha + A/B with A = b s h x 2 bytes (chapter 9, PP).", _pp_send),
 )

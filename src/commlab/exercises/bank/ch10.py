@@ -112,11 +112,11 @@ def _ib_vs_roce(rng) -> Worked:
 EXERCISES = (
     Exercise("ch10.topo-bandwidth", "Read nvidia-smi topo -m", "GB/s", 0.02,
              "NV# is the number of bonded NVLinks; multiply by the per-link figure and halve for one direction "
-             "(chapter 01, reading the topology).", _topo_bandwidth),
+             "(chapter 1, reading the topology).", _topo_bandwidth),
     Exercise("ch10.tp-cliff", "TP inside vs across nodes", "", 0.03,
-             "Time the same TP all-reduces on both links with 2(t-1)(alpha + A/(t B)) (chapter 09).", _tp_cliff),
+             "Time the same TP all-reduces on both links with 2(t-1)(alpha + A/(t B)) (chapter 9).", _tp_cliff),
     Exercise("ch10.nccl-health", "Is this nccl-tests result healthy?", "%", 0.02,
-             "busbw = algbw x 2(N-1)/N, then compare with one direction of the link (chapter 08).", _nccl_health),
+             "busbw = algbw x 2(N-1)/N, then compare with one direction of the link (chapter 8).", _nccl_health),
     Exercise("ch10.ib-vs-roce", "InfiniBand vs RoCE for a small all-reduce", "", 0.03,
-             "Ring time 2(N-1)(alpha + S/(N B)) on each network (chapters 02 and 05).", _ib_vs_roce),
+             "Ring time 2(N-1)(alpha + S/(N B)) on each network (chapters 2 and 05).", _ib_vs_roce),
 )
