@@ -42,22 +42,39 @@ def blocked_in(detail: str) -> str:
     return f"{frame.group(2)} (line {frame.group(1)})" if frame else "an unknown place"
 
 
+_GLOG_PREFIX = re.compile(r"\[rank\d+\]:\[[A-Z]\d{4} [^\]]*\] ")
+
+
+def _without_glog(summary: str) -> str:
+    """Drop C++ logging prefixes ("[rank0]:[F1129 10:01:02.3 ProcessGroupGloo.cpp:1537] ") from a message.
+
+    >>> _without_glog("[rank0]:[F1129 10:01:02.123 ProcessGroupGloo.cpp:1537] Check failed: a == b (32 vs. 8)")
+    'Check failed: a == b (32 vs. 8)'
+    """
+    return _GLOG_PREFIX.sub("", summary)
+
+
 def describe_failure(err, what: str, timeout_s: float) -> str:
     """A commlab.launch.RankError in a learner's words: a deadlock with the ranks named, or the exception."""
     if err.timed_out:
         hung = sorted((f for f in err.failures if f.kind == "timeout"), key=lambda f: f.rank)
         calls = {blocked_in(f.detail) for f in hung}
-        why = ("A rank waits in send until its peer posts the matching recv; if every rank sends first, nobody "
-               "ever reaches its recv." if calls == {"dist.send"} else
-               "Each call waits for a partner: a message another rank never sends, or a collective that some rank "
-               "never enters (every rank must make the same collective calls in the same order).")
+        if calls == {"dist.send"}:
+            why = ("A rank waits in send until its peer posts the matching recv; if every rank sends first, nobody "
+                   "ever reaches its recv.")
+        elif calls == {"dist.barrier"}:
+            why = ("Every rank got past your function but its messages never completed: with isend/irecv, call "
+                   ".wait() on each request before returning (or a message went to a rank that never receives it).")
+        else:
+            why = ("Each call waits for a partner: a message another rank never sends, or a collective that some "
+                   "rank never enters (every rank must make the same collective calls in the same order).")
         where = "; ".join(f"rank {f.rank} in {blocked_in(f.detail)}" for f in hung)
         return f"{what} did not finish within {timeout_s:g} s: a deadlock. The ranks were blocked: {where}. {why}"
     first = err.failures[0]
     if first.summary.startswith("NotImplementedError"):
         return (f"{what}: the function is not written yet ({first.summary}); fill in the cell marked "
                 "'your turn', run it, then run this check again")
-    return f"{what} failed on rank {first.rank}: {first.summary}"
+    return f"{what} failed on rank {first.rank}: {_without_glog(first.summary)}"
 
 
 def run_checked(fn, n_ranks: int, *args, what: str, timeout_s: float = 30.0, backend: str = "auto") -> Outcome:

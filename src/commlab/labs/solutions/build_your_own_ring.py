@@ -220,7 +220,8 @@ def in_words(report) -> str:
                 "receive posted for it (gloo prints \"Received data size doesn't match expected size\" above): in "
                 "each step, the chunk a rank sends must be the chunk its right neighbour receives.")
     if "did not finish" in head:
-        return f"{head}\nthe ranks were waiting in {blocked_in(report.crash)}" + (f" ({where})" if where else "")
+        call = blocked_in(report.crash)
+        return f"{head}\nthe ranks were waiting in {call}" + (f" ({where})" if where and call.startswith("dist.") else "")
     cause = [line for line in report.crash.splitlines() if line.startswith("RuntimeError: ")]
     cause = cause[0].split(": ", 2)[-1] if cause else report.crash.splitlines()[1]
     if cause.startswith("NotImplementedError"):
