@@ -128,3 +128,20 @@ def test_script_help_and_a_bad_argument():
     bad = _run([str(SCRIPT), "--ranks", "1"], timeout_s=60)
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
         "p2p.py: error: the p2p lab needs at least 2 ranks (a ping-pong has two ends), got --ranks 1"]
+
+
+def test_a_ping_pong_that_ignores_n_round_trips_is_named():
+    """A loop that always does one round trip would make every one-way time n_round_trips times too small."""
+
+    def one_trip_only(rank, buffer, n_round_trips):
+        import torch.distributed as dist
+
+        if rank == 0:
+            dist.send(buffer, 1)
+            dist.recv(buffer, 1)
+        elif rank == 1:
+            dist.recv(buffer, 0)
+            dist.send(buffer, 0)
+
+    outcome = lab.measure_ping_pong(one_trip_only, [64], n_round_trips=2, n_repeats=1, timeout_s=30)
+    assert not outcome.ok and "sent 1 messages instead of 3" in outcome.problem

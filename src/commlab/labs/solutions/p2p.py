@@ -90,6 +90,30 @@ def _pattern(nbytes: int, device):
     return (torch.arange(nbytes, dtype=torch.int64) % 251 + 1).to(torch.uint8).to(device)
 
 
+def _count_sends(fn, rank, buffer, n_round_trips) -> int:
+    """Messages this rank sends (dist.send and dist.isend calls) during ``fn(rank, buffer, n_round_trips)``;
+    0 when the reader's code holds its own reference to the functions and cannot be observed."""
+    import torch.distributed as dist
+
+    counted = [0]
+    originals = {name: getattr(dist, name) for name in ("send", "isend")}
+
+    def counting(original):
+        def call(*args, **kwargs):
+            counted[0] += 1
+            return original(*args, **kwargs)
+        return call
+
+    try:
+        for name, original in originals.items():
+            setattr(dist, name, counting(original))
+        fn(rank, buffer, n_round_trips)
+    finally:
+        for name, original in originals.items():
+            setattr(dist, name, original)
+    return counted[0]
+
+
 def ping_pong_in_group(rank, n_ranks, fn, sizes_nbytes, n_round_trips, n_repeats):
     """Inside a rank: check the data of a first call, warm up, then time ``n_repeats`` calls per size; the
     fastest call counts (other processes on a shared machine only ever add time)."""
@@ -101,8 +125,11 @@ def ping_pong_in_group(rank, n_ranks, fn, sizes_nbytes, n_round_trips, n_repeats
     for nbytes in sizes_nbytes:
         want = _pattern(nbytes, device)
         buffer = want.clone() if rank == 0 else torch.zeros(nbytes, dtype=torch.uint8, device=device)
-        fn(rank, buffer, 1)
+        sent = _count_sends(fn, rank, buffer, 3)                # one message each way per round trip
         sync()
+        if rank <= 1 and sent not in (0, 3) and not one_way_s:
+            problems.append(f"with n_round_trips=3, rank {rank} sent {sent} messages instead of 3: each round trip "
+                            "is one message each way, so loop n_round_trips times")
         if rank <= 1 and not torch.equal(buffer, want):
             problems.append(f"after one round trip of {nbytes} bytes, rank {rank}'s buffer does not hold rank 0's "
                             f"data ({'the reply did not come back' if rank == 0 else 'nothing arrived'})")
