@@ -22,6 +22,20 @@ def nbytes_arg(text: str) -> int:
     return parse_nbytes(text)
 
 
+def read_input(path: str, what: str, keep_line_ends: bool = False) -> str:
+    """The text of ``path``, or of standard input for "-"; a file that cannot be read is a CommlabError naming it.
+
+    ``keep_line_ends`` keeps Windows line ends as they are (the nccl-tests reader reports them).
+    """
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8", errors="replace", newline="" if keep_line_ends else None) as fh:
+            return fh.read()
+    except OSError as exc:
+        raise CommlabError(f"cannot read {what} {path!r}: {exc.strerror or exc}") from None
+
+
 def print_json(obj) -> None:
     json.dump(obj, sys.stdout, indent=2)
     sys.stdout.write("\n")

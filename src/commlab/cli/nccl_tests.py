@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
+from commlab.cli._common import read_input
 from commlab.errors import CommlabError
 
 
@@ -27,16 +27,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def _read(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-            return fh.read()
-    except OSError as exc:
-        raise CommlabError(f"cannot read LOG {path!r}: {exc.strerror or exc}") from None
-
-
 def _load(args):
     """(log, summary, verdict or None) for the arguments; CommlabError for anything the user can fix."""
     from commlab.nccl.parse import parse_log
@@ -46,7 +36,7 @@ def _load(args):
         from commlab.hardware import link
 
         link(args.link)  # an unknown name fails before the file is read
-    log = parse_log(_read(args.log), n_ranks=args.ranks)
+    log = parse_log(read_input(args.log, "LOG", keep_line_ends=True), n_ranks=args.ranks)
     if not log.rows:
         raise CommlabError(f"no nccl-tests table rows in LOG {args.log!r}")
     if log.n_ranks is None:

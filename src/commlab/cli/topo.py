@@ -7,9 +7,8 @@ Prints the matrix aligned like nvidia-smi, the NVLink groups, a ring order with 
 from __future__ import annotations
 
 import argparse
-import sys
 
-from commlab.errors import CommlabError
+from commlab.cli._common import read_input
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -25,23 +24,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def _read_file(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except OSError as exc:
-        raise CommlabError(f"cannot read FILE {path!r}: {exc.strerror or exc}") from None
-
-
 def _load(args):
     from commlab import topology
 
     if args.example is not None:
         return topology.example(args.example)
     if args.from_file is not None:
-        return topology.parse_topo_text(_read_file(args.from_file))
+        return topology.parse_topo_text(read_input(args.from_file, "FILE"))
     return topology.read()
 
 
