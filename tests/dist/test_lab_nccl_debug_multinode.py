@@ -84,6 +84,7 @@ def test_script_as_two_torchrun_nodes_on_this_machine(tmp_path):
     for node in (0, 1):
         command = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--node-rank", str(node),
                    "--nproc-per-node", "1", "--rdzv-endpoint", f"127.0.0.1:{port}", str(SCRIPT), "--size", "64K",
+                   "--backend", "gloo",  # two "nodes" on one machine would share its GPU, which NCCL refuses
                    "--nccl-debug-dir", str(tmp_path / "logs")]
         procs.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                                       cwd=tmp_path, start_new_session=True))

@@ -230,3 +230,19 @@ def test_ranks_that_return_but_do_not_exit_are_stopped_and_their_values_kept():
     start = time.monotonic()
     assert run(_returns_but_lingers, 2, verbose=False, timeout_s=120) == [0, 1]
     assert time.monotonic() - start < 30
+
+
+def test_auto_spawns_on_a_gpu_machine_and_forks_without_one(monkeypatch):
+    """On a machine with an NVIDIA driver the parent's device count poisons fork for CUDA: gloo ranks are spawned."""
+    import sys as _sys
+
+    from commlab.launch import choose
+
+    if not _sys.platform.startswith("linux"):
+        pytest.skip("fork is only chosen on Linux")
+    monkeypatch.setattr(choose, "cuda_initialised", lambda: False)
+    monkeypatch.setattr(choose, "cuda_driver_present", lambda: True)
+    assert choose.choose_start_method("auto", "gloo") == (
+        "spawn", "a GPU machine: a forked rank could not use CUDA once this process has asked for the GPUs")
+    monkeypatch.setattr(choose, "cuda_driver_present", lambda: False)
+    assert choose.choose_start_method("auto", "gloo") == ("fork", "gloo on Linux")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from commlab.bench.config import DTYPES
+from commlab.compat import all_gather_single, reduce_scatter_single
 
 
 def _run(op: str, inp, out, rank: int, n_ranks: int, root: int, redop, in_place: bool) -> None:
@@ -26,9 +27,9 @@ def _run(op: str, inp, out, rank: int, n_ranks: int, root: int, redop, in_place:
     elif op == "broadcast":
         dist.broadcast(out, src=root)
     elif op == "all_gather":
-        dist.all_gather_single(out, inp)
+        all_gather_single(out, inp)
     elif op == "reduce_scatter":
-        dist.reduce_scatter_single(out, inp, op=redop)
+        reduce_scatter_single(out, inp, op=redop)
     elif op == "all_to_all":
         dist.all_to_all_single(out, inp)
     else:  # sendrecv: to rank + 1, from rank - 1 (nccl-tests' sendrecv_perf)

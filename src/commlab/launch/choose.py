@@ -1,12 +1,13 @@
 """Which backend and which start method a launch uses, and why (the reason is printed for the reader).
 
 NCCL needs one CUDA GPU per rank; gloo runs anywhere on CPU. Forking is fast (the child already has torch
-imported) but is only safe before CUDA is initialised and is unsafe on macOS, so ``"auto"`` forks only for
-gloo on Linux; otherwise ranks are spawned as fresh interpreters and the function travels by value with
+imported) but is only safe before CUDA is touched and is unsafe on macOS, so ``"auto"`` forks only for
+gloo on Linux on a machine without an NVIDIA driver; otherwise ranks are spawned as fresh interpreters and the function travels by value with
 cloudpickle (chapter 03, "Running ranks from a notebook").
 """
 from __future__ import annotations
 
+import os
 import socket
 import sys
 
@@ -25,6 +26,20 @@ def cuda_initialised() -> bool:
     import torch
 
     return bool(torch.cuda.is_initialized())
+
+
+def cuda_driver_present() -> bool:
+    """True when this torch is a CUDA build and the machine has an NVIDIA driver's device files.
+
+    Read from the file system, not from CUDA: asking torch for the device count (``cudaGetDeviceCount``) already
+    makes a later fork unsafe (torch marks the child "bad fork") although ``torch.cuda.is_initialized()`` stays
+    False, which a GPU session showed (torch 2.11, one H200: a forked gloo rank could not copy to the GPU).
+    """
+    import glob
+
+    import torch
+
+    return torch.version.cuda is not None and bool(glob.glob("/dev/nvidia[0-9]*") or os.path.exists("/dev/nvidiactl"))
 
 
 def nccl_available() -> bool:
@@ -76,6 +91,8 @@ def choose_start_method(requested: str, backend: str) -> tuple[str, str]:
         return "spawn", f"{backend} ranks use CUDA"
     if cuda_initialised():
         return "spawn", "CUDA is initialised in this process"
+    if cuda_driver_present():
+        return "spawn", "a GPU machine: a forked rank could not use CUDA once this process has asked for the GPUs"
     return "fork", "gloo on Linux"
 
 

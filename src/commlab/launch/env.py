@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass
 from datetime import timedelta
 
+from commlab.compat import provide_new_names
 from commlab.errors import CommlabError
 from commlab.launch.choose import choose_backend, loopback_interface
 from commlab.launch.config import LaunchConfig
@@ -81,6 +82,7 @@ def init_from_env(backend: str = "auto", timeout_s: float = 300.0) -> Context:
             "`torchrun --nproc-per-node N script.py`, or start ranks from Python with commlab.launch.run(fn, n) "
             "or commlab.launch.main(fn)")
     LaunchConfig(1, backend, timeout_s)  # validates backend and timeout_s
+    provide_new_names()  # dist.all_gather_single / reduce_scatter_single on a torch older than 2.13
     rank, n_ranks = _env_int("RANK"), _env_int("WORLD_SIZE")
     local_rank = _env_int("LOCAL_RANK", 0)
     chosen, _ = choose_backend(backend, _env_int("LOCAL_WORLD_SIZE", n_ranks))

@@ -23,6 +23,7 @@ import traceback
 from dataclasses import dataclass
 from datetime import timedelta
 
+from commlab.compat import provide_new_names
 from commlab.launch.wire import Inbox, write_message
 
 #: Exit status of a rank that noticed that its parent (the launcher) is gone.
@@ -166,6 +167,7 @@ def _call_in_group(fn, args, kwargs, spec: RankSpec, inbox: Inbox, res_fd: int):
     timeout = timedelta(seconds=spec.timeout_s + GROUP_TIMEOUT_MARGIN_S)
     if "OMP_NUM_THREADS" not in os.environ:  # as torchrun does: the ranks share the cores
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // spec.n_ranks))
+    provide_new_names()  # dist.all_gather_single / reduce_scatter_single on a torch older than 2.13
     store = _store(spec, inbox, res_fd)
     if spec.backend == "nccl":
         torch.cuda.set_device(spec.rank)
