@@ -23,6 +23,10 @@ SUBCOMMANDS = (
     ("topo", "topo"),
     ("exercises", "exercises"),
     ("book", "book"),
+    ("scorecard", "scorecard"),
+    ("plan", "plan"),
+    ("cluster", "cluster"),
+    ("labs", "labs"),
 )
 
 
