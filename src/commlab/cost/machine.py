@@ -1,0 +1,257 @@
+"""A machine as NCCL's cost model sees it: GPUs, their links inside a node, the NICs between nodes.
+
+:class:`Machine` is the description the predictive model (:mod:`commlab.cost.nccl_predict`) takes, and what
+``--machine DESC`` parses: comma-separated ``field=value`` pairs, e.g.::
+
+    gpu=h100,nvlink=4,gpus_per_node=8,nics_per_node=32,nic_Gbps=100,nodes=2,net=efa
+
+Fields left out take the GPU's defaults (an H100 SXM has 18 NVLink 4 links on an NVSwitch; an A40 is a PCIe
+card). :data:`GPUS` lists the GPUs, with the NVLink links and PCIe generation of each and where that comes from.
+
+>>> m = parse_machine("gpu=h100,gpus_per_node=8")
+>>> m.describe(), m.n_ranks, m.intra_total_GBps
+('gpu=h100,gpus_per_node=8,nvlink=4,nvswitch=1', 8, 370.8)
+>>> parse_machine("gpu=h100,gpus=8")
+Traceback (most recent call last):
+...
+commlab.errors.CommlabError: unknown machine field 'gpus'; the fields are: gpu, gpus_per_node, nodes, nvlink, nvlinks, nvswitch, pcie, p2p, nics_per_node, nic_Gbps, net, cpu, nvls
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from types import MappingProxyType
+
+from commlab.cost import nccl_constants as K
+from commlab.errors import CommlabError
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """What NCCL's model needs of a GPU: its compute capability and default links."""
+
+    name: str
+    compute_capability: int
+    nvlink_gen: int
+    """NVLink generation of the SXM part (0: a PCIe card without NVLink by default)."""
+    nvlinks: int
+    """NVLink links per GPU when it has NVLink (SXM, or the bridge of a PCIe card)."""
+    pcie_gen: int
+    source: str
+
+
+#: The GPUs commlab knows; links per GPU from NVIDIA's data sheets.
+GPUS = MappingProxyType({g.name: g for g in (
+    Gpu("v100", 70, 2, 6, 3, "V100 SXM2/SXM3: 6 NVLink 2 links (NVIDIA V100 data sheet)"),
+    Gpu("t4", 75, 0, 0, 3, "T4: PCIe Gen3 card, no NVLink"),
+    Gpu("rtx2080ti", 75, 0, 2, 3, "RTX 2080 Ti: PCIe Gen3 card; a 2-link NVLink 2 bridge is optional"),
+    Gpu("a100", 80, 3, 12, 4, "A100 SXM4: 12 NVLink 3 links (NVIDIA A100 data sheet)"),
+    Gpu("a40", 86, 0, 4, 4, "A40: PCIe Gen4 card; the NVLink 3 bridge joins 2 cards with 4 links (NV4)"),
+    Gpu("a10", 86, 0, 0, 4, "A10: PCIe Gen4 card, no NVLink"),
+    Gpu("rtx3090", 86, 0, 4, 4, "RTX 3090: PCIe Gen4 card; a 4-link NVLink 3 bridge is optional"),
+    Gpu("l40s", 89, 0, 0, 4, "L40S: PCIe Gen4 card, no NVLink"),
+    Gpu("h100", 90, 4, 18, 5, "H100 SXM5: 18 NVLink 4 links (NVIDIA H100 data sheet)"),
+    Gpu("h200", 90, 4, 18, 5, "H200 SXM: 18 NVLink 4 links (NVIDIA H200 data sheet)"),
+    Gpu("b200", 100, 5, 18, 5, "B200: 18 NVLink 5 links (NVIDIA DGX B200 data sheet)"),
+    Gpu("gb200", 100, 5, 18, 6, "GB200: 18 NVLink 5 links per GPU (NVL72)"),
+)})
+
+#: Network kinds and the latency (us) their NCCL net plugin reports, which NCCL adds to every network hop
+#: (and twice for Simple; tuning.cc:387-391): NCCL's own IB/RoCE and socket plugins report 0
+#: (net_ib/init.cc:558, net_socket.cc:174); AWS's aws-ofi-nccl reports 75 us on p4d/p4de/p5 and 35 us on
+#: p5en/p6 (aws/aws-ofi-nccl 2daf7d30 src/platform-aws.cpp:87-251).
+NETS = MappingProxyType({"ib": 0.0, "roce": 0.0, "socket": 0.0, "efa": 75.0, "efa-p5en": 35.0})
+CPUS = ("intel", "amd")
+
+
+def _bool(text: str, name: str) -> bool:
+    low = str(text).strip().lower()
+    if low in ("1", "yes", "true", "on"):
+        return True
+    if low in ("0", "no", "false", "off"):
+        return False
+    raise CommlabError(f"machine field {name} must be 1 or 0 (yes/no), got {text!r}")
+
+
+def _int(text, name: str, low: int) -> int:
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise CommlabError(f"machine field {name} must be a whole number >= {low}, got {text!r}") from None
+    if value < low:
+        raise CommlabError(f"machine field {name} must be a whole number >= {low}, got {text!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class Machine:
+    """A machine for NCCL's model. ``None`` fields take the GPU's defaults (see :meth:`resolved`)."""
+
+    gpu: str
+    gpus_per_node: int
+    nodes: int = 1
+    nvlink: int | None = None
+    """NVLink generation; 0 for none (PCIe only). Default: the GPU's (0 for PCIe cards)."""
+    nvlinks: int | None = None
+    """NVLink links per GPU. Default: the GPU's."""
+    nvswitch: bool | None = None
+    """Every GPU reaches every other through NVSwitches (DGX/HGX). Default: with NVLink and > 2 GPUs."""
+    pcie: int | None = None
+    """PCIe generation of the GPUs' x16 links. Default: the GPU's."""
+    p2p: bool = True
+    """CUDA peer-to-peer between the GPUs; 0 when disabled (NCCL_P2P_DISABLE=1) or unsupported: NCCL then
+    stages through host memory (its SHM transport)."""
+    nics_per_node: int = 0
+    nic_Gbps: float = 0.0
+    """Speed of one NIC (port NCCL sees) in Gb/s."""
+    net: str = "ib"
+    """Network kind: ib, roce, socket, efa, efa-p5en (the latency its NCCL plugin reports, :data:`NETS`)."""
+    cpu: str = "intel"
+    """CPU vendor: NCCL's cross-node LL cap and network post overhead depend on it."""
+    nvls: bool | None = None
+    """NVLink SHARP (in-switch reduction). Default: on with an NVSwitch on sm90 and later."""
+
+    def __post_init__(self) -> None:
+        if self.gpu not in GPUS:
+            raise CommlabError(f"unknown gpu {self.gpu!r}; the GPUs are: {', '.join(GPUS)}")
+        _int(self.gpus_per_node, "gpus_per_node", 1)
+        _int(self.nodes, "nodes", 1)
+        if self.nvlink is not None and self.nvlink not in (0, _nvlink_gen(self.gpu)):
+            raise CommlabError(f"gpu {self.gpu} has NVLink {_nvlink_gen(self.gpu)} (or 0 for none), got "
+                               f"nvlink={self.nvlink}")
+        if self.pcie is not None and self.pcie not in K.PCIE_X16_BW_GBPS:
+            raise CommlabError(f"pcie must be one of {tuple(K.PCIE_X16_BW_GBPS)}, got {self.pcie!r}")
+        if self.net not in NETS:
+            raise CommlabError(f"unknown net {self.net!r}; expected one of: {', '.join(NETS)}")
+        if self.cpu not in CPUS:
+            raise CommlabError(f"unknown cpu {self.cpu!r}; expected one of: {', '.join(CPUS)}")
+        if self.nodes > 1 and not (self.nics_per_node >= 1 and self.nic_Gbps > 0):
+            raise CommlabError(f"a machine of {self.nodes} nodes needs nics_per_node >= 1 and nic_Gbps > 0, got "
+                               f"nics_per_node={self.nics_per_node}, nic_Gbps={self.nic_Gbps}")
+
+    # -- what the model reads -------------------------------------------------------------------------------
+    @property
+    def spec(self) -> Gpu:
+        return GPUS[self.gpu]
+
+    @property
+    def compute_capability(self) -> int:
+        return self.spec.compute_capability
+
+    @property
+    def n_ranks(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def has_nvlink(self) -> bool:
+        gen = self.nvlink if self.nvlink is not None else self.spec.nvlink_gen
+        return gen > 0 and self.links > 0 and self.gpus_per_node > 1
+
+    @property
+    def links(self) -> int:
+        return self.nvlinks if self.nvlinks is not None else self.spec.nvlinks
+
+    @property
+    def has_nvswitch(self) -> bool:
+        if not self.has_nvlink:
+            return False
+        return self.nvswitch if self.nvswitch is not None else self.gpus_per_node > 2
+
+    @property
+    def has_nvls(self) -> bool:
+        default = self.has_nvswitch and self.compute_capability >= 90
+        return default if self.nvls is None else (self.nvls and self.has_nvswitch and self.compute_capability >= 90)
+
+    @property
+    def pcie_GBps(self) -> float:
+        return K.PCIE_X16_BW_GBPS[self.pcie if self.pcie is not None else self.spec.pcie_gen]
+
+    @property
+    def intra_total_GBps(self) -> float:
+        """NCCL's totalBw of a GPU (search.cc:30-38): the sum of its NVLink links, else its PCIe link."""
+        if self.has_nvlink:
+            return round(self.links * K.nvlink_bw_GBps(self.compute_capability), 3)
+        return self.pcie_GBps
+
+    @property
+    def nic_GBps(self) -> float:
+        """One NIC in GB/s as NCCL counts it (Mb/s / 8000, topo.cc:418)."""
+        return self.nic_Gbps / 8.0
+
+    def resolved(self) -> "Machine":
+        """The same machine with every default written out."""
+        return replace(self, nvlink=(self.nvlink if self.nvlink is not None else self.spec.nvlink_gen),
+                       nvlinks=self.links, nvswitch=self.has_nvswitch, pcie=self.pcie or self.spec.pcie_gen,
+                       nvls=self.has_nvls)
+
+    def describe(self) -> str:
+        """The DESC string for this machine: the given fields, and the NVLink ones it resolves to."""
+        parts = [f"gpu={self.gpu}", f"gpus_per_node={self.gpus_per_node}"]
+        if self.nodes != 1:
+            parts.append(f"nodes={self.nodes}")
+        if self.has_nvlink:
+            parts.append(f"nvlink={_nvlink_gen(self.gpu)}")
+            if self.nvlinks is not None:
+                parts.append(f"nvlinks={self.nvlinks}")
+            parts.append(f"nvswitch={int(self.has_nvswitch)}")
+        else:
+            parts.append(f"pcie={self.pcie or self.spec.pcie_gen}")
+        if not self.p2p:
+            parts.append("p2p=0")
+        if self.nodes > 1:
+            parts += [f"nics_per_node={self.nics_per_node}", f"nic_Gbps={self.nic_Gbps:g}", f"net={self.net}"]
+            if self.cpu != "intel":
+                parts.append(f"cpu={self.cpu}")
+        if self.nvls is not None and self.nvls != (self.has_nvswitch and self.compute_capability >= 90):
+            parts.append(f"nvls={int(self.nvls)}")
+        return ",".join(parts)
+
+
+def _nvlink_gen(gpu: str) -> int:
+    """The GPU's NVLink generation: the SXM part's, or its bridge's for a PCIe card (2 Turing, 3 Ampere); 0
+    when it has no NVLink at all."""
+    spec = GPUS[gpu]
+    if spec.nvlink_gen:
+        return spec.nvlink_gen
+    return 0 if spec.nvlinks == 0 else 3 if spec.compute_capability >= 80 else 2
+
+
+FIELDS = tuple(f.name for f in fields(Machine))
+_PARSERS = {
+    "gpu": lambda v, n: v.strip().lower(), "gpus_per_node": lambda v, n: _int(v, n, 1),
+    "nodes": lambda v, n: _int(v, n, 1), "nvlink": lambda v, n: _int(v, n, 0), "nvlinks": lambda v, n: _int(v, n, 1),
+    "nvswitch": _bool, "pcie": lambda v, n: _int(v, n, 1), "p2p": _bool, "nics_per_node": lambda v, n: _int(v, n, 0),
+    "nvls": _bool, "net": lambda v, n: v.strip().lower(), "cpu": lambda v, n: v.strip().lower(),
+}
+
+
+def _float(text: str, name: str) -> float:
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise CommlabError(f"machine field {name} must be a number > 0, got {text!r}")
+    return value
+
+
+def parse_machine(desc: str) -> Machine:
+    """A :class:`Machine` from ``field=value,field=value``; unknown fields name the accepted ones."""
+    if not isinstance(desc, str) or not desc.strip():
+        raise CommlabError(f"a machine description is 'field=value,...' with fields {', '.join(FIELDS)}; got "
+                           f"{desc!r}")
+    values: dict = {}
+    for item in desc.split(","):
+        if not item.strip():
+            continue
+        if "=" not in item:
+            raise CommlabError(f"machine description items are field=value, got {item.strip()!r} in {desc!r}")
+        key, value = (part.strip() for part in item.split("=", 1))
+        name = next((f for f in FIELDS if f.lower() == key.lower()), None)
+        if name is None:
+            raise CommlabError(f"unknown machine field {key!r}; the fields are: {', '.join(FIELDS)}")
+        values[name] = _float(value, name) if name == "nic_Gbps" else _PARSERS[name](value, name)
+    missing = [f for f in ("gpu", "gpus_per_node") if f not in values]
+    if missing:
+        raise CommlabError(f"the machine description {desc!r} lacks {' and '.join(missing)} (e.g. "
+                           f"'gpu=h100,gpus_per_node=8')")
+    return Machine(**values)

@@ -1,0 +1,162 @@
+"""The constants of NCCL's cost model, each with the line of NCCL's source it comes from.
+
+Read from NVIDIA/nccl v2.30.7 (commit 5067397c2676d5aed50042fc39e5c8ee96eb0027, June 2026):
+``src/graph/tuning.cc`` (the tuner), ``src/graph/search.cc`` (the channel search's speeds),
+``src/graph/topo.h`` (per-link bandwidths), ``src/graph/topo.cc`` (PCIe), ``src/include/device.h``
+(channel limits). Older NCCL releases used some different numbers (2.5-era Volta runs, fixtures 19-23);
+commlab uses these throughout and says so.
+
+Tables are keyed by NCCL's names: algorithms ``Tree, Ring, NVLS, NVLSTree`` (``CollNetDirect``,
+``CollNetChain`` and ``PAT`` need switch offload or one GPU per node and are left out), protocols ``LL, LL128,
+Simple``, hardware ``nvlink, pci, net``, architecture index ``volta, ampere, hopper, blackwell`` (NCCL's
+compCapIndex: sm < 80, 80-89, 90-99, >= 100), node-count index ``n1, n2, n4`` (1 node, 2 nodes, more).
+
+>>> BASE_LAT_US[("Ring", "Simple")], HW_LAT_US[("net", "Tree", "Simple")], LL_MAX_BW_GBPS[("hopper", "n1")]
+(8.4, 14.0, 141.0)
+"""
+from __future__ import annotations
+
+from types import MappingProxyType
+
+NCCL_VERSION = "2.30.7"
+NCCL_COMMIT = "5067397c2676d5aed50042fc39e5c8ee96eb0027"
+SOURCE = f"NVIDIA/nccl v{NCCL_VERSION} ({NCCL_COMMIT[:8]})"
+
+ALGOS = ("Tree", "Ring", "NVLS", "NVLSTree")      # NCCL's loop order (NCCL_ALGO_TREE = 0, RING = 1, ...)
+PROTOS = ("LL", "LL128", "Simple")
+ARCHS = ("volta", "ampere", "hopper", "blackwell")
+
+
+def _table(rows: dict) -> MappingProxyType:
+    return MappingProxyType(dict(rows))
+
+
+#: baseLat [algo][proto], us: tuning.cc:151-153 (NVLS and NVLSTree have 0 base latency)
+BASE_LAT_US = _table({
+    ("Tree", "LL"): 6.8, ("Tree", "LL128"): 14.0, ("Tree", "Simple"): 8.4,
+    ("Ring", "LL"): 6.6, ("Ring", "LL128"): 14.0, ("Ring", "Simple"): 8.4,
+    ("NVLS", "Simple"): 0.0, ("NVLSTree", "Simple"): 0.0,
+})
+
+#: hwLat [hw][algo][proto], us per hop: tuning.cc:159 and 161 (NVLink), 165 and 167 (PCI), 171 and 173 (NET)
+HW_LAT_US = _table({
+    ("nvlink", "Tree", "LL"): 0.6, ("nvlink", "Tree", "LL128"): 1.25, ("nvlink", "Tree", "Simple"): 4.0,
+    ("nvlink", "Ring", "LL"): 0.6, ("nvlink", "Ring", "LL128"): 1.9, ("nvlink", "Ring", "Simple"): 3.4,
+    ("nvlink", "NVLS", "Simple"): 25.0, ("nvlink", "NVLSTree", "Simple"): 25.0,
+    ("pci", "Tree", "LL"): 1.0, ("pci", "Tree", "LL128"): 1.9, ("pci", "Tree", "Simple"): 4.0,
+    ("pci", "Ring", "LL"): 1.0, ("pci", "Ring", "LL128"): 2.5, ("pci", "Ring", "Simple"): 5.7,
+    ("pci", "NVLS", "Simple"): 0.0, ("pci", "NVLSTree", "Simple"): 0.0,
+    ("net", "Tree", "LL"): 5.0, ("net", "Tree", "LL128"): 8.5, ("net", "Tree", "Simple"): 14.0,
+    ("net", "Ring", "LL"): 2.7, ("net", "Ring", "LL128"): 4.0, ("net", "Ring", "Simple"): 14.0,
+    ("net", "NVLS", "Simple"): 18.0, ("net", "NVLSTree", "Simple"): 20.9,
+})
+
+#: llMaxBws [index1][nodes], GB/s: the Ring/Tree LL bus bandwidth cap, tuning.cc:179-182. On one node index1 is
+#: the GPU architecture; across nodes it is the CPU (0 Intel, 1 AMD), tuning.cc:269-272.
+LL_MAX_BW_GBPS = _table({
+    ("volta", "n1"): 39.0, ("volta", "n2"): 39.0, ("volta", "n4"): 20.4,
+    ("ampere", "n1"): 87.7, ("ampere", "n2"): 22.5, ("ampere", "n4"): 19.0,
+    ("hopper", "n1"): 141.0, ("hopper", "n2"): 45.0, ("hopper", "n4"): 35.0,
+    ("blackwell", "n1"): 282.0, ("blackwell", "n2"): 90.0, ("blackwell", "n4"): 70.0,
+})
+#: the cross-node rows of llMaxBws by CPU vendor: row 0 (Intel), row 1 (AMD), tuning.cc:179-180, 270-271
+LL_MAX_BW_CPU_ROW = MappingProxyType({"intel": "volta", "amd": "ampere"})
+
+#: perChMaxRingLL128Bws [arch][nodes], GB/s per channel: tuning.cc:186-189
+RING_LL128_MAX_BW_PER_CH_GBPS = _table({
+    (a, n): v for a, row in zip(ARCHS, ((20.0,) * 3, (20.0,) * 3, (36.7,) * 3, (40.0,) * 3))
+    for n, v in zip(("n1", "n2", "n4"), row)})
+#: perChMaxTreeLL128Bws [arch][nodes], GB/s per channel: tuning.cc:193-196
+TREE_LL128_MAX_BW_PER_CH_GBPS = _table({
+    (a, n): v for a, row in zip(ARCHS, ((20.0,) * 3, (20.0,) * 3, (36.7, 36.7, 29.0), (55.6, 31.67, 20.0)))
+    for n, v in zip(("n1", "n2", "n4"), row)})
+#: perChMaxTreeBws [arch][nodes], GB/s per channel: tuning.cc:200-203
+TREE_MAX_BW_PER_CH_GBPS = _table({
+    (a, n): v for a, row in zip(ARCHS, ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0),
+                                         (70.0, 42.8, 24.0)))
+    for n, v in zip(("n1", "n2", "n4"), row)})
+#: perChMaxNVLSTreeBws [arch][nodes], GB/s per channel: tuning.cc:207-210
+NVLS_TREE_MAX_BW_PER_CH_GBPS = _table({
+    (a, n): v for a, row in zip(ARCHS, ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0.0, 57.7, 45.5),
+                                         (0.0, 96.0, 80.0)))
+    for n, v in zip(("n1", "n2", "n4"), row)})
+#: nvlsEfficiency [arch]: the share of the NVSwitch bandwidth NVLS reaches, tuning.cc:139-144
+NVLS_EFFICIENCY = MappingProxyType({"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.74})
+
+#: Ring/Tree bus bandwidth factors, tuning.cc:327-337: LL carries 8 bytes of data per 16 (x 0.5), LL128 120 of
+#: 128 (x 0.92); the Tree all-reduce x 0.92; a Tree's LL x 1/3.8; a Tree's LL128 x 7/9 on one node, 120/128 across
+LL_BW_FACTOR = 0.5
+LL128_BW_FACTOR = 0.92
+TREE_ALL_REDUCE_FACTOR = 0.92
+TREE_LL_FACTOR = 1.0 / 3.8
+TREE_LL128_FACTOR_ONE_NODE = 7.0 / 9.0
+TREE_LL128_FACTOR_NODES = 120.0 / 128.0
+
+#: treeCorrectionFactor [proto][log2(nBytes / 64)] for Tree all-reduce, sizes 64 B .. 256 MiB: tuning.cc:623-627
+TREE_CORRECTION = MappingProxyType({
+    "LL": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0),
+    "LL128": (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0,
+              1.0),
+    "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
+})
+#: Ring/Simple all-reduce across nodes: latency x 1.4 (x 1.9 before sm80) once each rank's share per channel is
+#: >= 64 bytes ("plateau effect of ring"), tuning.cc:647-650
+RING_PLATEAU_FACTOR = MappingProxyType({"pre_sm80": 1.9, "sm80_up": 1.4})
+#: network post overhead per ring step across nodes, us (x 3 for Simple): tuning.cc:228-233, 404-410
+NET_OVERHEAD_US = MappingProxyType({"intel": 1.0, "amd": 2.0})
+
+#: bandwidth NCCL assigns to one NVLink link, GB/s, by compute capability: topo.h:19-24 (SM60..SM100)
+NVLINK_BW_GBPS = MappingProxyType({60: 18.0, 70: 20.0, 80: 20.0, 86: 12.0, 90: 20.6, 100: 40.1})
+#: PCIe x16 bandwidth NCCL derives, GB/s: width * (100 Mb/s per lane code) / 80, topo.cc:545-557 and 655-657
+#: (Gen3 8 GT/s -> 60, Gen4 -> 120, Gen5 -> 240, Gen6 -> 480)
+PCIE_X16_BW_GBPS = MappingProxyType({3: 12.0, 4: 24.0, 5: 48.0, 6: 96.0})
+#: Intel root complexes turn GPU P2P traffic into 64-byte TLPs: a PHB path costs bw * 6/5, topo.h:39
+INTEL_P2P_OVERHEAD = 6.0 / 5.0
+
+#: per-channel speeds the channel search tries, GB/s, search.cc:1051-1066
+SPEEDS_INTRA = MappingProxyType({
+    "volta": (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0),
+    "hopper": (60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0),
+    "blackwell": (90.0, 80.0, 70.0, 60.0, 50.0, 45.0, 40.0, 30.0, 24.0, 20.0, 19.0, 18.0),
+})
+SPEEDS_INTER = MappingProxyType({
+    "volta": (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2,
+              0.24, 0.12),
+    "hopper": (48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24, 0.12),
+    "blackwell": (96.0, 86.0, 80.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0,
+                  2.4, 1.2, 0.24, 0.12),
+})
+#: the search stops lowering the speed once the next one is <= 0.49 of the best found, search.cc:1229
+SPEED_STEP_FLOOR = 0.49
+#: channels: MAXCHANNELS 64 (device.h:91); the ring search may use MAXCHANNELS/2 (init.cc:1177); NVLS at most
+#: NCCL_MAX_NVLS_ARITY = 32 heads (device.h:213, search.cc:1131)
+MAX_CHANNELS = 64
+MAX_RING_SEARCH_CHANNELS = 32
+MAX_NVLS_ARITY = 32
+#: a graph's channels are doubled when its speed is >= 25 GB/s, except on sm > 80 below 50 GB/s with more than
+#: 4 channels: search.cc:1036-1048
+DUP_MIN_SPEED_GBPS = 25.0
+
+
+def arch_of(compute_capability: int) -> str:
+    """NCCL's compCapIndex (tuning.cc:263-266): volta below sm80, ampere 80-89, hopper 90-99, blackwell 100+."""
+    return ("blackwell" if compute_capability >= 100 else "hopper" if compute_capability >= 90
+            else "ampere" if compute_capability >= 80 else "volta")
+
+
+def speeds_arch(compute_capability: int) -> str:
+    """Which speed array the search uses (search.cc:1136-1141): sm100, sm90, or the default one."""
+    return "blackwell" if compute_capability >= 100 else "hopper" if compute_capability >= 90 else "volta"
+
+
+def nodes_index(n_nodes: int) -> str:
+    """NCCL's index2 (tuning.cc:267): 1 node, 2 nodes, more."""
+    return "n1" if n_nodes == 1 else "n2" if n_nodes == 2 else "n4"
+
+
+def nvlink_bw_GBps(compute_capability: int) -> float:
+    """ncclTopoNVLinkBw (topo.h:19-24, topo.cc:275-281): the per-link bandwidth NCCL assumes."""
+    cc = compute_capability
+    key = 100 if cc >= 100 else 90 if cc >= 90 else 86 if cc == 86 else 80 if cc >= 80 else 70 if cc >= 70 \
+        else 60
+    return NVLINK_BW_GBPS[key]
