@@ -194,13 +194,15 @@ class Machine:
                 parts.append(f"nvlinks={self.nvlinks}")
             parts.append(f"nvswitch={int(self.has_nvswitch)}")
         else:
+            if self.spec.nvlink_gen and self.gpus_per_node > 1:
+                parts.append("nvlink=0")
             parts.append(f"pcie={self.pcie or self.spec.pcie_gen}")
         if not self.p2p:
             parts.append("p2p=0")
         if self.nodes > 1:
             parts += [f"nics_per_node={self.nics_per_node}", f"nic_Gbps={self.nic_Gbps:g}", f"net={self.net}"]
-            if self.cpu != "intel":
-                parts.append(f"cpu={self.cpu}")
+        if self.cpu != "intel":
+            parts.append(f"cpu={self.cpu}")
         if self.nvls is not None and self.nvls != (self.has_nvswitch and self.compute_capability >= 90):
             parts.append(f"nvls={int(self.nvls)}")
         return ",".join(parts)

@@ -34,11 +34,11 @@ number. :mod:`commlab.cost.scorecard` holds both against the real logs.
 
 >>> from commlab.cost.machine import parse_machine
 >>> h100 = parse_machine("gpu=h100,gpus_per_node=8")
->>> p = predict("all_reduce", [8, 2**20, 2**34], h100)
->>> [f"{a}/{q}" for a, q in zip(p.algo, p.proto)]
-['Ring/LL', 'NVLS/Simple', 'NVLS/Simple']
+>>> p = predict("all_reduce", [8, 2**20, 2**22, 2**34], h100)
+>>> p.pairs()
+['Ring/LL', 'Ring/LL', 'NVLS/Simple', 'NVLS/Simple']
 >>> [round(float(x), 1) for x in p.busbw_GBps]
-[0.0, 63.5, 475.8]
+[0.0, 65.5, 181.6, 475.8]
 """
 from __future__ import annotations
 

@@ -1,0 +1,219 @@
+"""Both models held against real nccl-tests logs: the scorecard of ``commlab scorecard``.
+
+Per log: the rows used (size > 0; the out-of-place time is the measured one), the fitted model's median and
+90th-percentile relative time error (:mod:`commlab.cost.protocol_fit`, fitted to that log), and the predictive
+model's median error over all sizes and in the bandwidth regime, sizes >= 64 MiB
+(:mod:`commlab.cost.nccl_predict`, from the machine description alone). Every row keeps its size and the three
+times, so anyone can recompute the errors. Relative error = ``|model / measured - 1|``.
+
+Goals (issue 13): fitted median <= 5% and p90 <= 12% on every log of >= 8 rows; predicted median <= 25% and
+<= 15% in the bandwidth regime on every log whose machine can be described.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from commlab.cost.machine import Machine
+from commlab.cost.protocol_fit import ProtocolFit, fit_protocol_model, relative_errors
+from commlab.errors import CommlabError
+
+FIT_MEDIAN_GOAL, FIT_P90_GOAL = 0.05, 0.12
+PREDICTED_MEDIAN_GOAL, PREDICTED_BW_GOAL = 0.25, 0.15
+#: The bandwidth regime of the goals: sizes from 64 MiB.
+BW_REGIME_NBYTES = 64 * 2**20
+#: Logs with fewer rows are scored but the fitted goals do not apply.
+GOAL_MIN_ROWS = 8
+
+
+@dataclass(frozen=True)
+class RowScore:
+    size_bytes: int
+    measured_time_us: float
+    fitted_time_us: float | None
+    predicted_time_us: float | None
+    regime: str | None
+    """The fitted regime the row falls in (its protocol attribution)."""
+    predicted_pair: str | None
+    """The (algorithm/protocol) the predictive model says NCCL picks."""
+
+
+@dataclass(frozen=True)
+class LogScore:
+    name: str
+    collective: str | None
+    n_ranks: int | None
+    fit: ProtocolFit | None
+    fit_problem: str | None
+    """Why there is no fit (too few rows, ...), else None."""
+    machine: Machine | None
+    machine_note: str
+    """Where the machine description comes from, or why there is none / no prediction."""
+    rows: tuple[RowScore, ...]
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.rows)
+
+    def _errors(self, attr: str, min_nbytes: float = 0.0) -> np.ndarray:
+        vals = [(getattr(r, attr), r.measured_time_us) for r in self.rows
+                if getattr(r, attr) is not None and r.size_bytes >= min_nbytes]
+        if not vals:
+            return np.array([])
+        model, meas = np.array(vals).T
+        return relative_errors(model, meas)
+
+    @property
+    def fitted_median(self) -> float | None:
+        e = self._errors("fitted_time_us")
+        return float(np.median(e)) if e.size else None
+
+    @property
+    def fitted_p90(self) -> float | None:
+        e = self._errors("fitted_time_us")
+        return float(np.percentile(e, 90)) if e.size else None
+
+    @property
+    def predicted_median(self) -> float | None:
+        e = self._errors("predicted_time_us")
+        return float(np.median(e)) if e.size else None
+
+    @property
+    def predicted_bw_median(self) -> float | None:
+        e = self._errors("predicted_time_us", BW_REGIME_NBYTES)
+        return float(np.median(e)) if e.size else None
+
+    def meets_fitted_goals(self) -> bool | None:
+        """None when the goals do not apply (fewer than GOAL_MIN_ROWS rows)."""
+        if self.n_rows < GOAL_MIN_ROWS or self.fitted_median is None:
+            return None
+        return self.fitted_median <= FIT_MEDIAN_GOAL and self.fitted_p90 <= FIT_P90_GOAL
+
+    def meets_predicted_goals(self) -> bool | None:
+        """None when there is no prediction."""
+        if self.predicted_median is None:
+            return None
+        bw = self.predicted_bw_median
+        return self.predicted_median <= PREDICTED_MEDIAN_GOAL and (bw is None or bw <= PREDICTED_BW_GOAL)
+
+    def to_json(self, rows: bool = True) -> dict:
+        out = {
+            "log": self.name, "collective": self.collective, "n_ranks": self.n_ranks, "rows": self.n_rows,
+            "fitted": {"median_error": self.fitted_median, "p90_error": self.fitted_p90,
+                       "params": self.fit.params if self.fit else None, "problem": self.fit_problem,
+                       "meets_goals": self.meets_fitted_goals()},
+            "predicted": {"median_error": self.predicted_median, "bw_regime_median_error": self.predicted_bw_median,
+                          "meets_goals": self.meets_predicted_goals()},
+            "machine": self.machine.describe() if self.machine else None, "machine_note": self.machine_note,
+        }
+        if rows:
+            out["row_times"] = [{"size_bytes": r.size_bytes, "measured_time_us": r.measured_time_us,
+                                 "fitted_time_us": r.fitted_time_us, "predicted_time_us": r.predicted_time_us,
+                                 "regime": r.regime, "predicted_pair": r.predicted_pair} for r in self.rows]
+        return out
+
+
+def measured_points(log) -> tuple[np.ndarray, np.ndarray]:
+    """(size, out-of-place time in us) of every row with size > 0, in the log's order."""
+    pts = [(r.size_bytes, r.oop.time_us) for r in log.rows if r.size_bytes > 0]
+    if not pts:
+        return np.array([]), np.array([])
+    s, t = np.array(pts, dtype=float).T
+    return s, t
+
+
+def _predict(log, s: np.ndarray, machine: Machine | None) -> tuple[np.ndarray | None, list | None, str]:
+    from commlab.cost.nccl_predict import OPS, predict
+
+    if machine is None:
+        return None, None, ""
+    if log.collective not in OPS:
+        return None, None, f"{log.collective} is not tuned by NCCL (grouped send/recv): no prediction"
+    if log.n_ranks is not None and log.n_ranks != machine.n_ranks:
+        raise CommlabError(f"the log has {log.n_ranks} ranks but the machine {machine.describe()!r} has "
+                           f"{machine.n_ranks} (gpus_per_node x nodes)")
+    p = predict(log.collective, s, machine)
+    return p.time_s * 1e6, p.pairs(), ""
+
+
+def score_log(log, name: str, machine: Machine | None = None, machine_note: str = "") -> LogScore:
+    """Score one parsed log (``commlab.nccl.parse_log``); ``machine`` enables the prediction."""
+    s, t = measured_points(log)
+    fit, problem = None, None
+    try:
+        fit = fit_protocol_model(s, t * 1e-6)
+    except CommlabError as exc:
+        problem = str(exc)
+    pred, pairs, why = _predict(log, s, machine)
+    note = "; ".join(x for x in (machine_note, why) if x)
+    fitted = fit.time_s(s) * 1e6 if fit else [None] * len(s)
+    regimes = list(fit.regime_label(s)) if fit else [None] * len(s)
+    rows = tuple(RowScore(int(si), float(ti), None if f is None else float(f), None if pred is None else float(p),
+                          None if g is None else str(g), None if pairs is None else pairs[i])
+                 for i, (si, ti, f, g, p) in enumerate(zip(s, t, fitted, regimes,
+                                                           pred if pred is not None else [None] * len(s))))
+    return LogScore(name, log.collective, log.n_ranks, fit, problem, machine, note, rows)
+
+
+def shipped_machine(path: Path) -> tuple[Machine | None, str]:
+    """The described machine when ``path`` is one of the shipped logs (by file name), else (None, "")."""
+    from commlab.cost.fixture_machines import fixture_machine
+    from commlab.nccl.examples import nccl_tests_logs
+
+    if path.name not in {p.name for p in nccl_tests_logs()}:
+        return None, ""
+    fm = fixture_machine(path.name[:2])
+    return fm.machine, fm.why
+
+
+def score_file(path: str | Path, machine: Machine | None = None, text: str | None = None) -> LogScore:
+    """Score a log file; without ``machine`` a shipped log uses its described machine."""
+    from commlab.nccl.parse import parse_log
+
+    path = Path(path)
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise CommlabError(f"cannot read LOG {str(path)!r}: {exc.strerror or exc}") from None
+    log = parse_log(text)
+    note = "given with --machine"
+    if machine is None:
+        machine, note = shipped_machine(path)
+        if machine is None and not note:
+            note = "no machine description (give one with --machine DESC)"
+        elif machine is None:
+            note = f"cannot be described: {note}"
+    if not log.rows:
+        raise CommlabError(f"no nccl-tests table rows in LOG {str(path)!r}")
+    return score_log(log, path.name, machine, note)
+
+
+def scorecard(paths=None, machine: Machine | None = None) -> list[LogScore]:
+    """Score the given logs, or every shipped one."""
+    from commlab.nccl.examples import nccl_tests_logs
+
+    return [score_file(p, machine) for p in (paths if paths else nccl_tests_logs())]
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def format_scorecard(scores: list[LogScore]) -> list[str]:
+    """The text table: one line per log, then the goals."""
+    head = f"{'log':<40s} {'rows':>4s} {'fit med':>8s} {'fit p90':>8s} {'pred med':>9s} {'pred>=64M':>9s}  machine"
+    lines = [head, "-" * len(head)]
+    for sc in scores:
+        machine = sc.machine.describe() if sc.machine else f"({sc.machine_note})" if sc.machine_note else "-"
+        lines.append(f"{sc.name[:40]:<40s} {sc.n_rows:>4d} {_pct(sc.fitted_median):>8s} {_pct(sc.fitted_p90):>8s} "
+                     f"{_pct(sc.predicted_median):>9s} {_pct(sc.predicted_bw_median):>9s}  {machine}")
+    fit_ok = [s.meets_fitted_goals() for s in scores if s.meets_fitted_goals() is not None]
+    pred_ok = [s.meets_predicted_goals() for s in scores if s.meets_predicted_goals() is not None]
+    lines.append(f"fitted goals (median <= {FIT_MEDIAN_GOAL:.0%}, p90 <= {FIT_P90_GOAL:.0%}, logs of >= "
+                 f"{GOAL_MIN_ROWS} rows): met on {sum(fit_ok)} of {len(fit_ok)}")
+    lines.append(f"predicted goals (median <= {PREDICTED_MEDIAN_GOAL:.0%}, >= 64 MiB <= {PREDICTED_BW_GOAL:.0%}): "
+                 f"met on {sum(pred_ok)} of {len(pred_ok)} described logs")
+    return lines
