@@ -1,13 +1,18 @@
-"""``commlab nccl-tests LOG [--ranks N] [--link NAME] [--json]``: read an nccl-tests log and say what it shows.
+"""``commlab nccl-tests LOG... [--ranks N] [--link NAME] [--machine DESC] [--plot FILE] [--json]``: read
+nccl-tests logs and say what they show.
 
 Prints the collective, N, the peak busbw, the size where busbw first reaches half its peak, the fitted alpha
-and beta, the average bus bandwidth and, with ``--link``, the peak as a percentage of the link's
-unidirectional bandwidth with a verdict. ``LOG`` may be ``-`` for standard input.
+and beta, the average bus bandwidth, the protocol-aware model's regimes (each alpha and bandwidth, where it
+switches, its median and 90th-percentile error) and, with ``--link``, the peak as a percentage of the link's
+unidirectional bandwidth with a verdict; ``--machine`` adds the time NCCL's model predicts for the machine
+described (e.g. gpu=h100,gpus_per_node=8). ``--plot FILE`` (.png, .svg, .pdf) draws every LOG given, overlaid,
+with the link's roof. ``LOG`` may be ``-`` for standard input.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 
 from commlab.cli._common import read_input
 from commlab.errors import CommlabError
@@ -15,39 +20,69 @@ from commlab.errors import CommlabError
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
-        "nccl-tests", help="read an nccl-tests log: peak busbw, half-peak size, alpha-beta, verdict",
+        "nccl-tests", help="read nccl-tests logs: peak busbw, half-peak size, protocol regimes, verdict, plot",
         description=__doc__.split("\n\n")[1].replace("``", ""),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("log", metavar="LOG", help="nccl-tests output file, or - for standard input")
+    p.add_argument("logs", nargs="+", metavar="LOG", help="nccl-tests output file(s), or - for standard input")
     p.add_argument("--ranks", type=int, default=None, metavar="N",
                    help="number of ranks, when the log has no '# Rank' lines")
     p.add_argument("--link", default=None, metavar="NAME",
                    help="hold the peak against this link (commlab.hardware names: nvlink4, pcie5, ib-ndr, ...)")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.add_argument("--machine", default=None, metavar="DESC",
+                   help="predict each row's time from this machine (gpu=h100,gpus_per_node=8,...); "
+                        "'--machine help' lists the fields")
+    p.add_argument("--plot", default=None, metavar="FILE", help="draw the log(s) with the link's roof into FILE")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text (a list for several LOGs)")
     return p
 
 
-def _load(args):
-    """(log, summary, verdict or None) for the arguments; CommlabError for anything the user can fix."""
+def _num(x):
+    """Strict JSON: NaN and infinities become null."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _machine(desc: str | None):
+    if desc is None:
+        return None
+    from commlab.cost.machine import FIELDS, parse_machine
+
+    if desc.strip().lower() == "help":
+        raise CommlabError(f"--machine takes field=value pairs: {', '.join(FIELDS)} "
+                           f"(e.g. gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400,net=ib)")
+    return parse_machine(desc)
+
+
+def _load(path: str, args):
+    """Everything the report of one LOG needs; CommlabError for anything the user can fix."""
     from commlab.nccl.parse import parse_log
     from commlab.nccl.summary import summarize, verdict
+    from commlab.nccl.tuning import read_tuning
 
-    if args.link is not None:
-        from commlab.hardware import link
-
-        link(args.link)  # an unknown name fails before the file is read
-    log = parse_log(read_input(args.log, "LOG", keep_line_ends=True), n_ranks=args.ranks)
+    text = read_input(path, "LOG", keep_line_ends=True)
+    log = parse_log(text, n_ranks=args.ranks)
     if not log.rows:
-        raise CommlabError(f"no nccl-tests table rows in LOG {args.log!r}")
+        raise CommlabError(f"no nccl-tests table rows in LOG {path!r}")
     if log.n_ranks is None:
         hint = next((n for n in log.notes if "number of ranks" in n), "")
         raise CommlabError(f"{hint or 'the number of ranks is not in the log'}; pass --ranks N")
     summary = summarize(log)
     judged = verdict(summary.peak_busbw_GBps, args.link) if args.link is not None else None
-    return log, summary, judged
+    from commlab.cost.log_model import model_report
+
+    report = model_report(log, read_tuning(text), args.machine_obj)
+    return {"path": path, "log": log, "summary": summary, "verdict": judged, "model": report}
 
 
-def _as_json(log, summary, judged) -> dict:
+def _as_json(item) -> dict:
+    log, summary, judged, model = item["log"], item["summary"], item["verdict"], item["model"]
+    rows = []
+    for row, extra in zip(log.rows, model.rows):
+        obj = row.to_json()
+        obj.update({k: (_num(v) if isinstance(v, float) else v) for k, v in extra.items()})
+        rows.append(obj)
     return {
         "collective": log.collective, "n_ranks": log.n_ranks, "format": log.format,
         "bandwidth_rule": log.bandwidth_rule, "peak_busbw_GBps": summary.peak_busbw_GBps,
@@ -55,15 +90,17 @@ def _as_json(log, summary, judged) -> dict:
         "alpha_s": summary.alpha_s, "beta_s_per_byte": summary.beta_s_per_byte,
         "avg_busbw_GBps": summary.avg_busbw_GBps, "out_of_bounds": log.out_of_bounds,
         "verdict": judged.to_json() if judged is not None else None,
+        "model": model.model_json(), "prediction": model.prediction_json(),
         "busbw_mismatch_lines": log.busbw_mismatches,
         "unreadable": [{"line": n, "text": t} for n, t in log.unreadable],
-        "notes": log.notes, "rows": [r.to_json() for r in log.rows],
+        "notes": log.notes, "rows": rows,
     }
 
 
-def _as_text(log, summary, judged) -> list[str]:
+def _as_text(item) -> list[str]:
     from commlab.units import format_nbytes, format_time
 
+    log, summary, judged = item["log"], item["summary"], item["verdict"]
     out = [
         f"collective      {log.collective}" + (f" (or {', '.join(log.collective_candidates[1:])})"
                                                if log.collective_candidates[1:] and log.collective
@@ -78,6 +115,7 @@ def _as_text(log, summary, judged) -> list[str]:
         out.append(f"alpha           {format_time(summary.alpha_s)}")
         out.append(f"beta            {summary.beta_s_per_byte:.4g} s/byte (1/beta = {bw:.1f} GB/s of algbw)")
     out.append(f"avg busbw       {summary.avg_busbw_GBps:g} GB/s")
+    out += item["model"].text_lines()
     if judged is not None:
         out.append(f"link            {judged.link}: {judged.unidir_GBps:g} GB/s one way; peak is "
                    f"{judged.percent:.1f} % -> {judged.verdict} ({judged.explanation})")
@@ -86,10 +124,70 @@ def _as_text(log, summary, judged) -> list[str]:
     return out
 
 
+def _plot(items, args) -> None:
+    import numpy as np
+
+    from commlab.hardware import link as find_link
+    from commlab.viz.nccl_tests_plot import LogCurve, plot_nccl_tests, save_figure
+
+    curves, roof = [], find_link(args.link) if args.link else _default_roof(items)
+    for item in items:
+        log, model = item["log"], item["model"]
+        rows = [r for r in log.rows if r.size_bytes > 0]
+        if not rows:
+            raise CommlabError(f"LOG {item['path']!r} has no rows with size > 0 to draw")
+        s = np.array([r.size_bytes for r in rows], dtype=float)
+        fit = model.fit
+        curves.append(LogCurve(_label(item["path"], log), s, np.array([r.oop.busbw_GBps for r in rows]),
+                               np.array([r.oop.time_us for r in rows]),
+                               None if fit is None else fit.time_s(s) * 1e6,
+                               () if fit is None else fit.boundaries_nbytes))
+    save_figure(plot_nccl_tests(curves, roof=roof), args.plot)
+
+
+def _label(path: str, log) -> str:
+    from pathlib import Path
+
+    name = "stdin" if path == "-" else Path(path).name
+    return f"{name} ({log.collective}, {log.n_ranks} ranks)"
+
+
+def _default_roof(items):
+    """A shipped log's own roof (roofs.json) when every LOG drawn is shipped and they share it."""
+    from pathlib import Path
+
+    from commlab.hardware import link as find_link
+    from commlab.nccl.examples import fixture_link, nccl_tests_logs
+
+    shipped = {p.name for p in nccl_tests_logs()}
+    names = {Path(i["path"]).name for i in items}
+    if not names <= shipped:
+        return None
+    links = {fixture_link(n[:2]) for n in names}
+    return find_link(links.pop()) if len(links) == 1 and None not in links else None
+
+
 def run(args) -> int:
-    log, summary, judged = _load(args)
+    if args.link is not None:
+        from commlab.hardware import link
+
+        link(args.link)  # an unknown name fails before the file is read
+    args.machine_obj = _machine(args.machine)
+    if args.plot is not None:
+        from commlab.viz.nccl_tests_plot import FORMATS
+
+        if args.plot.rsplit(".", 1)[-1].lower() not in FORMATS:
+            raise CommlabError(f"--plot FILE must end in one of {', '.join('.' + f for f in FORMATS)}, got "
+                               f"{args.plot!r}")
+    items = [_load(path, args) for path in args.logs]
+    if args.plot is not None:
+        _plot(items, args)
     if args.json:
-        print(json.dumps(_as_json(log, summary, judged), indent=2))
+        objs = [_as_json(i) for i in items]
+        print(json.dumps(objs[0] if len(objs) == 1 else objs, indent=2, allow_nan=False))
     else:
-        print("\n".join(_as_text(log, summary, judged)))
+        blocks = [(["== " + i["path"]] if len(items) > 1 else []) + _as_text(i) for i in items]
+        print("\n\n".join("\n".join(b) for b in blocks))
+        if args.plot is not None:
+            print(f"plot            {args.plot}")
     return 0

@@ -1,0 +1,43 @@
+"""``commlab scorecard [LOG ...] [--machine DESC] [--json]``: hold both cost models against real nccl-tests logs.
+
+Per log: the rows used, the protocol-aware fitted model's median and 90th-percentile relative time error, the
+predictive model's (NCCL's tuner, from the machine alone) median error over all sizes and in the bandwidth
+regime (>= 64 MiB), and the machine description it used. Without LOG: every log shipped with commlab, each
+with its described machine. --json adds, for every row, its size, measured, fitted and predicted time.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "scorecard", help="hold the fitted and the predictive cost models against nccl-tests logs",
+        description=__doc__.split("\n\n")[1].replace("``", ""),
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("logs", nargs="*", metavar="LOG", help="nccl-tests logs (default: every shipped log)")
+    p.add_argument("--machine", default=None, metavar="DESC",
+                   help="the machine of the LOGs given (gpu=h100,gpus_per_node=8,...): enables the prediction")
+    p.add_argument("--json", action="store_true", help="print JSON (with every row's times) instead of text")
+    return p
+
+
+def run(args) -> int:
+    from commlab.cli.nccl_tests import _machine
+    from commlab.cost.scorecard import format_scorecard, scorecard
+    from commlab.errors import CommlabError
+
+    machine = _machine(args.machine)
+    if machine is not None and not args.logs:
+        raise CommlabError("--machine describes the LOGs given; the shipped logs carry their own machines")
+    scores = scorecard(args.logs or None, machine)
+    if args.logs:
+        for sc in scores:
+            if sc.fit is None:
+                raise CommlabError(f"LOG {sc.name!r}: {sc.fit_problem}")
+    if args.json:
+        print(json.dumps({"logs": [sc.to_json() for sc in scores]}, indent=2, allow_nan=False))
+    else:
+        print("\n".join(format_scorecard(scores)))
+    return 0

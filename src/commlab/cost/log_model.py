@@ -1,0 +1,116 @@
+"""Both models applied to one parsed nccl-tests log, row by row: what ``commlab nccl-tests`` reports.
+
+Per row: ``model_time_us`` (the protocol-aware fit of this log), ``regime`` (the fitted regime's protocol
+attribution), ``chosen`` (what NCCL chose: from the log's NCCL_DEBUG TUNING lines when it has them, else the
+model's attribution, with ``source`` saying which) and, with a machine, ``predicted_time_us`` and
+``predicted_algo`` / ``predicted_proto`` (NCCL's pick by :mod:`commlab.cost.nccl_predict`). Rows of size 0
+(nccl-tests times an empty call) get nulls.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from commlab.cost.machine import Machine
+from commlab.cost.protocol_fit import ProtocolFit, fit_protocol_model, relative_errors
+from commlab.errors import CommlabError
+
+
+@dataclass
+class LogModelReport:
+    fit: ProtocolFit | None
+    fit_problem: str | None
+    machine: Machine | None
+    prediction_problem: str | None
+    rows: list[dict]
+    errors: np.ndarray
+    """|fitted / measured - 1| over the rows fitted."""
+    predicted_errors: np.ndarray
+    choice_source: str
+
+    def model_json(self) -> dict | None:
+        if self.fit is None:
+            return {"kind": "protocol-aware fit", "params": None, "error": self.fit_problem}
+        return {"kind": "protocol-aware fit", "params": self.fit.params, "n_params": len(self.fit.params),
+                "regimes": [{"label": r.label, "from_bytes": r.first_nbytes, "alpha_us": r.alpha_s * 1e6,
+                             "bw_GBps": None if np.isinf(r.bw_GBps) else r.bw_GBps, "rows": r.n_rows}
+                            for r in self.fit.regimes],
+                "median_error": float(np.median(self.errors)), "p90_error": float(np.percentile(self.errors, 90)),
+                "measured": "out-of-place time", "choice_source": self.choice_source, "error": None}
+
+    def prediction_json(self) -> dict | None:
+        if self.machine is None:
+            return None
+        e = self.predicted_errors
+        return {"machine": self.machine.describe(), "error": self.prediction_problem,
+                "median_error": float(np.median(e)) if e.size else None}
+
+    def text_lines(self) -> list[str]:
+        if self.fit is None:
+            out = [f"model           not fitted: {self.fit_problem}"]
+        else:
+            out = [f"model           {len(self.fit.regimes)} regime(s), {len(self.fit.params)} numbers; error "
+                   f"median {100 * np.median(self.errors):.1f}%, p90 {100 * np.percentile(self.errors, 90):.1f}% "
+                   f"(out-of-place times)"]
+            out += [f"  regime        {line}" for line in self.fit.describe()]
+            if self.choice_source != "model":
+                out.append(f"  NCCL's choice per row: from the log's NCCL_DEBUG lines ({self.choice_source})")
+        if self.machine is not None:
+            if self.prediction_problem:
+                out.append(f"predicted       {self.machine.describe()}: {self.prediction_problem}")
+            else:
+                e = self.predicted_errors
+                out.append(f"predicted       {self.machine.describe()}: median error {100 * np.median(e):.1f}%")
+        return out
+
+
+def _fit(s: np.ndarray, t_us: np.ndarray) -> tuple[ProtocolFit | None, str | None]:
+    try:
+        return fit_protocol_model(s, t_us * 1e-6), None
+    except CommlabError as exc:
+        return None, str(exc)
+
+
+def _prediction(log, s: np.ndarray, machine: Machine | None):
+    from commlab.cost.nccl_predict import OPS, predict
+
+    if machine is None:
+        return None, None
+    if log.n_ranks != machine.n_ranks:
+        raise CommlabError(f"the log has {log.n_ranks} ranks but --machine describes {machine.n_ranks} "
+                           f"(gpus_per_node x nodes = {machine.gpus_per_node} x {machine.nodes})")
+    if log.collective not in OPS:
+        return None, f"no prediction: {log.collective} is grouped send/recv, which NCCL's tuner does not model"
+    return predict(log.collective, s, machine), None
+
+
+def model_report(log, tuning, machine: Machine | None = None) -> LogModelReport:
+    """Fit, attribute and (with ``machine``) predict every row of ``log``; ``tuning`` from
+    :func:`commlab.nccl.tuning.read_tuning` on the same text."""
+    from commlab.nccl.tuning import choices_for_sizes
+
+    sizes = np.array([r.size_bytes for r in log.rows], dtype=float)
+    times = np.array([r.oop.time_us for r in log.rows], dtype=float)
+    fit, problem = _fit(sizes, times)
+    pred, pred_problem = _prediction(log, sizes, machine)
+    nccl = choices_for_sizes(tuning, sizes, log.collective, log.n_ranks) if tuning else [None] * len(sizes)
+    sources = {c.source for c in nccl if c is not None}
+    rows, used = [], sizes > 0
+    for i, s in enumerate(sizes):
+        label = str(fit.regime_label(s)) if (fit is not None and s > 0) else None
+        row = {"model_time_us": float(fit.time_s(s)) * 1e6 if (fit is not None and s > 0) else None,
+               "regime": label}
+        choice = nccl[i]
+        row["chosen"] = ({"algo": choice.algo, "proto": choice.proto, "source": choice.source} if choice
+                         else {"algo": None, "proto": label, "source": "model"} if label else None)
+        if machine is not None:
+            ok = pred is not None
+            row["predicted_time_us"] = float(pred.time_s[i]) * 1e6 if ok else None
+            row["predicted_algo"] = str(pred.algo[i]) if ok else None
+            row["predicted_proto"] = str(pred.proto[i]) if ok else None
+        rows.append(row)
+    errors = relative_errors(fit.time_s(sizes[used]), times[used] * 1e-6) if fit is not None else np.array([])
+    perr = relative_errors(pred.time_s[used], times[used] * 1e-6) if pred is not None else np.array([])
+    source = "+".join(sorted(sources)) if sources else "model"
+    return LogModelReport(fit, problem, machine, pred_problem, rows, errors, perr, source)

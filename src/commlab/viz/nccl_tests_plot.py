@@ -1,0 +1,106 @@
+"""``commlab nccl-tests LOG... --plot FILE``: nccl-tests logs drawn over each other, with the link's roof.
+
+Two panels, both against the message size (log-log): busbw with the roof (the link's one-way bandwidth, what
+busbw is held against), and the time with each log's fitted protocol-aware model dashed and its regime
+boundaries marked. Everything drawn is computed by the caller (:mod:`commlab.nccl`, :mod:`commlab.cost`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator
+
+from commlab.errors import CommlabError
+from commlab.units import format_nbytes
+from commlab.viz.render import new_figure
+from commlab.viz.style import MIN_FONT_PT, MUTED, RANK_COLORS, use_book_style
+
+FORMATS = ("png", "svg", "pdf")
+
+
+@dataclass(frozen=True)
+class LogCurve:
+    """One log to draw: its label, sizes (bytes, > 0), out-of-place busbw (GB/s) and time (us), and optionally
+    the fitted model's time at those sizes and its regime boundaries (bytes)."""
+
+    label: str
+    nbytes: np.ndarray
+    busbw_GBps: np.ndarray
+    time_us: np.ndarray
+    model_time_us: np.ndarray | None = None
+    boundaries_nbytes: tuple[float, ...] = ()
+
+
+def _size_axis(ax) -> None:
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(LogLocator(base=4))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: format_nbytes(x, binary=True)))
+    ax.tick_params(axis="x", labelrotation=45)
+    ax.set_xlabel("message size (nccl-tests `size`)")
+
+
+def _busbw_panel(ax, curves, roof) -> None:
+    for i, c in enumerate(curves):
+        ax.plot(c.nbytes, np.where(c.busbw_GBps > 0, c.busbw_GBps, np.nan), marker="o", markersize=3,
+                color=RANK_COLORS[i % len(RANK_COLORS)], label=c.label)
+    if roof is not None:
+        ax.axhline(roof.unidir_GBps, color=MUTED, linestyle=":", linewidth=2)
+        ax.annotate(f"roof: {roof.name}, {roof.unidir_GBps:g} GB/s one way", xy=(0.01, roof.unidir_GBps),
+                    xycoords=("axes fraction", "data"), xytext=(0, 4), textcoords="offset points", color=MUTED,
+                    fontsize=MIN_FONT_PT, va="bottom")
+        low, high = ax.get_ylim()
+        ax.set_ylim(low, max(high, roof.unidir_GBps * 1.8))
+    _size_axis(ax)
+    ax.set_yscale("log")
+    ax.set_ylabel("busbw (GB/s)")
+    ax.set_title("bus bandwidth", loc="left")
+    ax.legend(loc="best")
+
+
+def _time_panel(ax, curves) -> None:
+    for i, c in enumerate(curves):
+        colour = RANK_COLORS[i % len(RANK_COLORS)]
+        ax.plot(c.nbytes, c.time_us, marker="o", markersize=3, linestyle="none", color=colour, label=c.label)
+        if c.model_time_us is not None:
+            ax.plot(c.nbytes, c.model_time_us, linestyle="--", linewidth=1.3, color=colour,
+                    label=f"{c.label}: fitted model")
+        for b in c.boundaries_nbytes:
+            ax.axvline(b, color=colour, linestyle=":", linewidth=1, alpha=0.6)
+    _size_axis(ax)
+    ax.set_yscale("log")
+    ax.set_ylabel("time (us)")
+    ax.set_title("time (dotted: regime boundaries)", loc="left")
+    ax.legend(loc="upper left")
+
+
+def plot_nccl_tests(curves: list[LogCurve], roof=None, title: str = "") -> Figure:
+    """busbw and time against size for each log, overlaid; ``roof`` a :class:`commlab.hardware.Link`."""
+    if not curves:
+        raise CommlabError("plot_nccl_tests needs at least one log to draw")
+    for c in curves:
+        if len(c.nbytes) == 0 or np.any(np.asarray(c.nbytes) <= 0):
+            raise CommlabError(f"log {c.label!r}: needs rows with sizes > 0 to draw on a log scale")
+    with use_book_style():
+        fig = new_figure(12.0, 4.8, layout="constrained")
+        left, right = fig.subplots(1, 2)
+        _busbw_panel(left, curves, roof)
+        _time_panel(right, curves)
+        if title:
+            fig.suptitle(title, x=0.01, ha="left")
+    return fig
+
+
+def save_figure(fig: Figure, path: str | Path) -> Path:
+    """Write ``fig`` to ``path``; the extension chooses the format (png, svg, pdf)."""
+    path = Path(path)
+    fmt = path.suffix.lower().lstrip(".")
+    if fmt not in FORMATS:
+        raise CommlabError(f"--plot FILE must end in one of {', '.join('.' + f for f in FORMATS)}, got {str(path)!r}")
+    try:
+        fig.savefig(path, format=fmt, dpi=110)
+    except OSError as exc:
+        raise CommlabError(f"cannot write the plot to {str(path)!r}: {exc.strerror or exc}") from None
+    return path
