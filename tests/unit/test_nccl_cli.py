@@ -87,3 +87,103 @@ def test_a_file_without_rows(capsys, tmp_path):
     path.write_text("nothing to see\n")
     assert main(["nccl-tests", str(path)]) == 2
     assert "no nccl-tests table rows" in capsys.readouterr().err
+
+
+# --- the protocol-aware model, the prediction, NCCL's own choices, the plot (issue 13, issue 17) ---------------
+
+def test_json_rows_carry_the_fitted_model(capsys):
+    assert main(["nccl-tests", str(nccl_tests_log(7)), "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    params = obj["model"]["params"]
+    assert 0 < len(params) <= 8 and all(set(p) == {"value", "unit"} for p in params.values())
+    assert obj["model"]["median_error"] <= 0.05 and obj["prediction"] is None
+    for row in obj["rows"]:
+        assert row["model_time_us"] == pytest.approx(row["oop"]["time_us"], rel=0.45)
+        assert row["chosen"]["source"] == "model" and row["chosen"]["proto"] == row["regime"]
+        assert "predicted_time_us" not in row
+    errors = [abs(r["model_time_us"] / r["oop"]["time_us"] - 1) for r in obj["rows"]]
+    assert sorted(errors)[len(errors) // 2] <= 0.05
+
+
+def test_machine_adds_the_prediction(capsys):
+    assert main(["nccl-tests", str(nccl_tests_log(7)), "--json", "--machine", "gpu=h100,gpus_per_node=8"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["prediction"]["machine"].startswith("gpu=h100,gpus_per_node=8")
+    last = obj["rows"][-1]
+    assert last["predicted_algo"] == "NVLS" and last["predicted_proto"] == "Simple"
+    assert last["predicted_time_us"] == pytest.approx(last["oop"]["time_us"], rel=0.05)
+    assert obj["rows"][0]["predicted_proto"] == "LL"
+
+
+def test_text_shows_the_regimes_and_the_prediction(capsys):
+    assert main(["nccl-tests", str(nccl_tests_log(8)), "--machine",
+                 "gpu=a100,gpus_per_node=8,nodes=2,nics_per_node=4,nic_Gbps=100,net=efa"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^model\s+3 regime\(s\), 8 numbers", out, re.M)
+    assert len(re.findall(r"^  regime\s+(LL|LL128|Simple)\s", out, re.M)) == 3
+    assert re.search(r"^predicted\s+gpu=a100.*median error \d+\.\d%$", out, re.M)
+
+
+def test_strict_json_when_a_regime_is_flat(capsys, tmp_path):
+    head = "# nranks: 2\n# collective: all_reduce\n"
+    rows = [(8, 10.0), (16, 10.0), (32, 10.0), (1048576, 40.0), (2097152, 60.0), (4194304, 100.0)]
+    path = tmp_path / "flat.txt"
+    path.write_text(head + "".join(f" {s} {s // 4} float sum -1 {t} 0.1 0.1 0 {t} 0.1 0.1 0\n" for s, t in rows))
+    assert main(["nccl-tests", str(path), "--json"]) == 0
+    text = capsys.readouterr().out
+    obj = json.loads(text)
+    assert "NaN" not in text and "Infinity" not in text
+    assert obj["model"]["params"]["bw_LL_GBps"]["value"] is None
+
+
+def test_a_log_too_short_for_the_model_still_reports(capsys, tmp_path):
+    path = tmp_path / "one.txt"
+    path.write_text("# nranks: 2\n# collective: all_reduce\n"
+                    " 1073741824 268435456 float sum -1 22661 47.38 47.38 0 22658 47.39 47.39 0\n")
+    assert main(["nccl-tests", str(path), "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["model"]["params"] is None and "different sizes" in obj["model"]["error"]
+    assert obj["rows"][0]["model_time_us"] is None and obj["peak_busbw_GBps"] == 47.39
+
+
+def test_nccl_debug_tuning_lines_name_what_nccl_chose(capsys, tmp_path):
+    lines = nccl_tests_log(14).read_text().splitlines()
+    out = []
+    for ln in lines:
+        if ln.strip()[:1].isdigit():
+            size = int(ln.split()[0])
+            algo, proto = ("RING", "LL") if size < 65536 else ("RING", "SIMPLE")
+            out.append(f"host:1:1 [0] NCCL INFO AllReduce: {size} Bytes -> Algo {algo} proto {proto} "
+                       "channel{Lo..Hi}={0..1}")
+        out.append(ln)
+    path = tmp_path / "tuned.txt"
+    path.write_text("\n".join(out) + "\n")
+    assert main(["nccl-tests", str(path), "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["model"]["choice_source"] == "nccl_debug"
+    assert obj["rows"][0]["chosen"] == {"algo": "Ring", "proto": "LL", "source": "nccl_debug"}
+    assert obj["rows"][-1]["chosen"] == {"algo": "Ring", "proto": "Simple", "source": "nccl_debug"}
+    assert obj["rows"][-1]["regime"] in ("LL", "LL128", "Simple")            # the model's attribution stays
+
+
+def test_several_logs_and_the_plot(capsys, tmp_path):
+    png = tmp_path / "two.png"
+    argv = ["nccl-tests", str(nccl_tests_log(7)), str(nccl_tests_log(3)), "--plot", str(png), "--link", "nvlink4"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.count("== ") == 2 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(argv[:3] + ["--json"]) == 0
+    assert [o["n_ranks"] for o in json.loads(capsys.readouterr().out)] == [8, 4]
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["nccl-tests", "LOG", "--machine", "gpu=h100,gpus=8"], "the fields are: gpu, gpus_per_node"),
+    (["nccl-tests", "LOG", "--machine", "help"], "field=value pairs"),
+    (["nccl-tests", "LOG", "--machine", "gpu=h100,gpus_per_node=8"], "has 4 ranks but --machine describes 8"),
+    (["nccl-tests", "LOG", "--plot", "out.gif"], "--plot FILE must end in"),
+])
+def test_model_flag_errors(argv, words, capsys):
+    argv = [str(nccl_tests_log(1)) if a == "LOG" else a for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and words in err

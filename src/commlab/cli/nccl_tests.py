@@ -148,8 +148,8 @@ def _plot(items, args) -> None:
 def _label(path: str, log) -> str:
     from pathlib import Path
 
-    name = "stdin" if path == "-" else Path(path).name
-    return f"{name} ({log.collective}, {log.n_ranks} ranks)"
+    name = "stdin" if path == "-" else Path(path).stem
+    return f"{name} ({log.n_ranks} ranks)"
 
 
 def _default_roof(items):

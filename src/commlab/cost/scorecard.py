@@ -165,7 +165,7 @@ def shipped_machine(path: Path) -> tuple[Machine | None, str]:
     if path.name not in {p.name for p in nccl_tests_logs()}:
         return None, ""
     fm = fixture_machine(path.name[:2])
-    return fm.machine, fm.why
+    return fm.machine, fm.why + (f" | outside the model: {fm.outside_model}" if fm.outside_model else "")
 
 
 def score_file(path: str | Path, machine: Machine | None = None, text: str | None = None) -> LogScore:
