@@ -6,8 +6,12 @@ pair with the least predicted time (chapter 06)::
 
     time_us(algo, proto) = lat_us * n_ops + nbytes / (1000 * algbw_GBps)
 
-This module writes that model down with the constants of NCCL 2.30 (read from NVIDIA/nccl ``tuning.cc``;
-see ``/work/shared/design/NCCL_TESTS.md``). What it keeps:
+This module writes that model down with the constants of NCCL 2.30 (read from NVIDIA/nccl ``tuning.cc``) and
+one bus bandwidth for every pair: the teaching version of chapter 06. The complete model, with the channel
+search, the Tree factor and per-channel caps, the LL/LL128 caps per architecture, NVLS and the network, is
+:func:`commlab.cost.nccl_predict.predict` on a :class:`commlab.cost.machine.Machine`.
+
+What it keeps:
 
 * base latency per (algorithm, protocol) and hardware latency per hop for NVLink, PCI and the network;
 * ring latency ``base + (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat`` with

@@ -1,0 +1,76 @@
+"""The cost models held against every shipped nccl-tests log, and how long that takes (goal: under 5 s on 2 cores).
+
+Prints the scorecard (what ``commlab scorecard`` prints) with its wall time, then two honesty checks that are
+not part of the timing:
+
+* leave-one-log-out: the fit's one free choice, how few rows a regime may hold (2 or 3), is chosen on 15 logs
+  (most logs meeting the goals, then the least interpolation error) and scored on the 16th it never saw;
+* rows it has not seen: each log fitted on every other row, the median error on the rows left out.
+
+Run: .venv/bin/python benchmarks/model_scorecard.py   (prints; not a test)
+"""
+import time
+
+import numpy as np
+
+from commlab.cost import protocol_fit as pf
+from commlab.cost.scorecard import format_scorecard, measured_points, scorecard
+from commlab.nccl import nccl_tests_logs, parse_log
+
+
+def _points():
+    out = {}
+    for path in nccl_tests_logs():
+        s, t = measured_points(parse_log(path.read_text()))
+        if len(s) >= 8:
+            out[path.name[:2]] = (s, t * 1e-6)
+    return out
+
+
+def _score(s, t, min_rows):
+    """(meets the goals, held-out median error) with MIN_ROWS_PER_REGIME = min_rows."""
+    saved = pf.MIN_ROWS_PER_REGIME
+    pf.MIN_ROWS_PER_REGIME = min_rows
+    try:
+        e = pf.relative_errors(pf.fit_protocol_model(s, t).time_s(s), t)
+        held = np.zeros(len(s), dtype=bool)
+        held[1:-1:2] = True
+        fit = pf.fit_protocol_model(s[~held], t[~held])
+        cv = float(np.median(pf.relative_errors(fit.time_s(s[held]), t[held])))
+    finally:
+        pf.MIN_ROWS_PER_REGIME = saved
+    return bool(np.median(e) <= 0.05 and np.percentile(e, 90) <= 0.12), cv
+
+
+def leave_one_log_out() -> None:
+    logs = _points()
+    table = {k: {m: _score(s, t, m) for m in (2, 3)} for k, (s, t) in logs.items()}
+    passed, chosen = 0, []
+    for out in logs:
+        rest = [k for k in logs if k != out]
+        best = max((2, 3), key=lambda m: (sum(table[k][m][0] for k in rest), -np.mean([table[k][m][1] for k in rest])))
+        chosen.append(best)
+        passed += table[out][best][0]
+    print(f"leave-one-log-out: min rows per regime chosen on the other 15 logs = {sorted(set(chosen))}; "
+          f"the held-out log meets the goals in {passed} of {len(logs)} cases")
+    cv = [table[k][pf.MIN_ROWS_PER_REGIME][1] for k in logs]
+    print(f"rows not seen (fit on every other row): median error on the rows left out, per log: "
+          f"median {100 * np.median(cv):.1f}%, worst {100 * max(cv):.1f}%")
+
+
+def main() -> None:
+    t0 = time.perf_counter()
+    scores = scorecard()
+    lines = format_scorecard(scores)
+    elapsed = time.perf_counter() - t0
+    print("\n".join(lines))
+    print(f"scorecard of {len(scores)} logs ({sum(sc.n_rows for sc in scores)} rows, fitted and predicted): "
+          f"{elapsed:.2f} s (goal: under 5 s on 2 cores)")
+    for sc in scores:
+        if "outside the model" in sc.machine_note:
+            print(f"  {sc.name[:2]}: outside the model: {sc.machine_note.split('outside the model: ')[1]}")
+    leave_one_log_out()
+
+
+if __name__ == "__main__":
+    main()
