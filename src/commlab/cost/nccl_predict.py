@@ -243,6 +243,12 @@ class Prediction:
         """``"Ring/LL"`` per size."""
         return [f"{a}/{p}" for a, p in zip(np.atleast_1d(self.algo), np.atleast_1d(self.proto))]
 
+    def switches(self) -> list[tuple[int, str, str]]:
+        """Where NCCL's pick changes along the sizes (sorted first): (first size of the new pair, old, new)."""
+        order = np.argsort(np.atleast_1d(self.nbytes), kind="stable")
+        sizes, labels = np.atleast_1d(self.nbytes)[order], [self.pairs()[i] for i in order]
+        return [(int(sizes[i]), labels[i - 1], labels[i]) for i in range(1, len(labels)) if labels[i] != labels[i - 1]]
+
 
 def _times(op: str, table, s: np.ndarray, m: Machine) -> tuple[list, np.ndarray]:
     runtime_channels = min(K.MAX_CHANNELS, 2 * nccl_graphs(m)["Ring"].n_channels)    # connect.cc:460

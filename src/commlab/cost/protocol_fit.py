@@ -105,6 +105,17 @@ class ProtocolFit:
         k = self.regime_index(s)
         return alpha[k] + beta[k] * s
 
+    def nbytes_at_fraction(self, fraction: float) -> float:
+        """The size from which the last regime's algbw, ``S / (alpha + S / B)``, reaches ``fraction`` of its
+        bandwidth B: ``fraction * alpha * B / (1 - fraction)`` (Hockney's n_1/2 at 0.5): where the curve
+        flattens (0.9) or is half way (0.5), from the model rather than the nearest measured row."""
+        if not 0.0 < fraction < 1.0:
+            raise CommlabError(f"fraction must be between 0 and 1 (exclusive), got {fraction!r}")
+        last = self.regimes[-1]
+        if last.beta_s_per_byte == 0:
+            return 0.0
+        return fraction * last.alpha_s / last.beta_s_per_byte / (1.0 - fraction)
+
     @property
     def params(self) -> dict[str, dict]:
         """Every fitted number with its name and unit (at most 8): alpha in us, B in GB/s (algbw; null when
