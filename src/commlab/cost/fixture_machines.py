@@ -79,9 +79,9 @@ _TABLE = {
 
 
 _SHM = ("NCCL budgets its SHM transport as the PCIe link (12-24 GB/s); staging through host memory delivers "
-        "1.4-5.2 GB/s of busbw here, so all-reduce and all-gather run 3-15x slower than the model")
-_LAUNCH = ("nccl-tests -g 12: one thread launches all 12 GPUs' kernels (NCCL 2.5-era group launch), a ~60 us "
-           "floor under every size that NCCL's model does not count")
+        "1.4-5.2 GB/s of busbw here, so all-reduce and all-gather run 2.5-15x slower than the model")
+_LAUNCH = ("nccl-tests -g 12: one thread drives all 12 GPUs and launches each one's kernel; every size sits on a "
+           "~60 us floor that NCCL's model (20 us for a 12-GPU ring) does not count")
 #: Where the prediction misses and why (the scorecard shows it; tests hold the parts the model does cover).
 _OUTSIDE = {
     2: _SHM, 5: _SHM, 6: _SHM, 14: _SHM, 15: _SHM,
@@ -91,9 +91,11 @@ _OUTSIDE = {
          "to NCCL, so its model (25 us, LL128 at 250 GB/s) is 3-6x too fast below 32 MiB"),
     13: ("B200 over RoCE, all_gather: 36-47 us for small messages against NCCL's 23 us, and 1-32 MiB 25-40% "
          "slower than NCCL's LL128 line"),
-    19: _LAUNCH + "; and NCCL 2.5's out-of-place all_gather ran at 60% of the ring rate NCCL 2.30 budgets",
+    19: _LAUNCH + "; and this run's out-of-place all_gather (NCCL ~2.5) ran at 60% of the ring rate NCCL 2.30 "
+                  "budgets",
     20: _LAUNCH, 21: _LAUNCH, 22: _LAUNCH,
-    23: _LAUNCH + "; and NCCL 2.5's reduce_scatter alternated between 45 and 64 GB/s, half the ring rate",
+    23: _LAUNCH + "; and this run's reduce_scatter (NCCL ~2.5) alternated between 45 and 64 GB/s, half the "
+                  "ring rate",
 }
 
 
