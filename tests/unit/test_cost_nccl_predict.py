@@ -62,7 +62,8 @@ def test_two_nodes_of_a100_over_efa_by_hand():
     assert t[("Ring", "Simple")].latency_us == pytest.approx(ring)
     # the ring plateau: x 1.4 once each rank's share per channel reaches 64 bytes (tuning.cc:647)
     p = predict("all_reduce", [2**10, 2**20], A100x2x8)
-    assert p.table[("Ring", "Simple")][1] == pytest.approx(ring * 1.4 + 2**20 / (1000 * t[("Ring", "Simple")].algbw_GBps))
+    bw = t[("Ring", "Simple")].algbw_GBps
+    assert p.table[("Ring", "Simple")][1] == pytest.approx(ring * 1.4 + 2**20 / (1000 * bw))
 
 
 def test_the_pick_is_the_least_time_and_the_smallest_sizes_use_ll():

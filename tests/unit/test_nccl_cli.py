@@ -113,6 +113,7 @@ def test_machine_adds_the_prediction(capsys):
     assert last["predicted_algo"] == "NVLS" and last["predicted_proto"] == "Simple"
     assert last["predicted_time_us"] == pytest.approx(last["oop"]["time_us"], rel=0.05)
     assert obj["rows"][0]["predicted_proto"] == "LL"
+    assert obj["rows"][0]["chosen"] == {"algo": "Ring", "proto": "LL", "source": "predicted"}
 
 
 def test_text_shows_the_regimes_and_the_prediction(capsys):

@@ -7,6 +7,8 @@ import pytest
 from commlab.errors import CommlabError
 from commlab.nccl.tuning import choices_for_sizes, read_tuning
 
+# The samples below are NCCL's output verbatim, hence their long lines.
+
 # NCCL >= 2.19 table: blocks of three algorithms (tuning.cc:543-585), then per-call lines of two eras
 TABLE_2_19 = """\
 h:1:2 [0] NCCL INFO   Algorithm   |                      Tree                  |                      Ring                  |             CollNetDirect                  |

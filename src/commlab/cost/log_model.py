@@ -1,8 +1,9 @@
 """Both models applied to one parsed nccl-tests log, row by row: what ``commlab nccl-tests`` reports.
 
 Per row: ``model_time_us`` (the protocol-aware fit of this log), ``regime`` (the fitted regime's protocol
-attribution), ``chosen`` (what NCCL chose: from the log's NCCL_DEBUG TUNING lines when it has them, else the
-model's attribution, with ``source`` saying which) and, with a machine, ``predicted_time_us`` and
+attribution), ``chosen`` (what NCCL chose: from the log's NCCL_DEBUG TUNING lines when it has them, else NCCL's pick by
+the predictive model when a machine is given, else the fitted regime's protocol; ``source`` says which:
+``nccl_debug``, ``nccl_tuning_table``, ``predicted`` or ``model``) and, with a machine, ``predicted_time_us`` and
 ``predicted_algo`` / ``predicted_proto`` (NCCL's pick by :mod:`commlab.cost.nccl_predict`). Rows of size 0
 (nccl-tests times an empty call) get nulls.
 """
@@ -54,7 +55,7 @@ class LogModelReport:
                    f"median {100 * np.median(self.errors):.1f}%, p90 {100 * np.percentile(self.errors, 90):.1f}% "
                    f"(out-of-place times)"]
             out += [f"  regime        {line}" for line in self.fit.describe()]
-            if self.choice_source != "model":
+            if self.choice_source.startswith("nccl"):
                 out.append(f"  NCCL's choice per row: from the log's NCCL_DEBUG lines ({self.choice_source})")
         if self.machine is not None:
             if self.prediction_problem:
@@ -85,6 +86,16 @@ def _prediction(log, s: np.ndarray, machine: Machine | None):
     return predict(log.collective, s, machine), None
 
 
+def _chosen(nccl, pred, i: int, label: str | None) -> dict | None:
+    """What NCCL used for row i: its own TUNING lines first, then the predictive model's pick (with a machine),
+    then the fitted regime's protocol."""
+    if nccl is not None:
+        return {"algo": nccl.algo, "proto": nccl.proto, "source": nccl.source}
+    if pred is not None:
+        return {"algo": str(pred.algo[i]), "proto": str(pred.proto[i]), "source": "predicted"}
+    return {"algo": None, "proto": label, "source": "model"} if label else None
+
+
 def model_report(log, tuning, machine: Machine | None = None) -> LogModelReport:
     """Fit, attribute and (with ``machine``) predict every row of ``log``; ``tuning`` from
     :func:`commlab.nccl.tuning.read_tuning` on the same text."""
@@ -95,15 +106,13 @@ def model_report(log, tuning, machine: Machine | None = None) -> LogModelReport:
     fit, problem = _fit(sizes, times)
     pred, pred_problem = _prediction(log, sizes, machine)
     nccl = choices_for_sizes(tuning, sizes, log.collective, log.n_ranks) if tuning else [None] * len(sizes)
-    sources = {c.source for c in nccl if c is not None}
+    sources = {c.source for c in nccl if c is not None} or ({"predicted"} if pred is not None else set())
     rows, used = [], sizes > 0
     for i, s in enumerate(sizes):
         label = str(fit.regime_label(s)) if (fit is not None and s > 0) else None
         row = {"model_time_us": float(fit.time_s(s)) * 1e6 if (fit is not None and s > 0) else None,
                "regime": label}
-        choice = nccl[i]
-        row["chosen"] = ({"algo": choice.algo, "proto": choice.proto, "source": choice.source} if choice
-                         else {"algo": None, "proto": label, "source": "model"} if label else None)
+        row["chosen"] = _chosen(nccl[i], pred, i, label)
         if machine is not None:
             ok = pred is not None
             row["predicted_time_us"] = float(pred.time_s[i]) * 1e6 if ok else None
