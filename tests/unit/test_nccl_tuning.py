@@ -79,3 +79,14 @@ def test_nothing_to_read():
     assert not read_tuning("no nccl here\n#  size count\n")
     with pytest.raises(CommlabError, match="as text"):
         read_tuning(b"bytes")
+
+
+def test_the_shipped_nccl_debug_logs_have_no_tuning_lines():
+    """Three real NCCL_DEBUG=INFO excerpts (init, channels, rings, trees): nothing there names a per-call choice,
+    and nothing must be read as one."""
+    from commlab.nccl import debug_logs
+
+    logs = debug_logs()
+    assert len(logs) == 3
+    for path in logs:
+        assert not read_tuning(path.read_text()), path.name
