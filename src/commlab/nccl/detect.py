@@ -23,6 +23,32 @@ _PERF = re.compile(r"\b(all_reduce|all_gather|reduce_scatter|broadcast|reduce|al
 _STARTING = re.compile(r"Collective test starting:\s*(\w+)")
 
 
+def starting_collective(text: str) -> str | None:
+    """The collective of nccl-tests' ``# Collective test starting: X_perf`` line, else None.
+
+    >>> starting_collective("# Collective test starting: all_gather_perf"), starting_collective("# size")
+    ('all_gather', None)
+    """
+    match = _STARTING.search(text)
+    if match is None:
+        return None
+    try:
+        return canonical(match.group(1).removesuffix("_perf"))
+    except CommlabError:
+        return match.group(1)
+
+
+def metadata_collective(text: str) -> str | None:
+    """The collective of a fixture's ``# collective: X`` line, else None."""
+    match = re.match(r"^#\s*collective:\s*(\w+)", text)
+    if match is None:
+        return None
+    try:
+        return canonical(match.group(1))
+    except CommlabError:
+        return match.group(1)
+
+
 def collective_from_text(comments: list[str], metadata: dict[str, str], all_text: list[str]) -> str | None:
     """The collective named by metadata, nccl-tests' starting line or a command line, else None."""
     if "collective" in metadata:
