@@ -1,8 +1,8 @@
 """``commlab simulate ALGO --ranks N [--nbytes SIZE] [--json]``: print a schedule step by step.
 
 Text: one line per step listing its transfers, at most MAX_LISTED of them in all (a ring all-reduce has
-2N(N-1): up to 256 ranks; the trees, naive and recursive doubling stay far below it up to 4096 ranks). ``--json``: ``algorithm``, ``n_ranks``, ``steps`` (each a list
-of ``{"src", "dst", "chunk", "reduce"}``), ``bytes_sent_per_rank`` (for ``--nbytes``, default 1M) and
+2N(N-1): up to 256 ranks; the trees, naive and recursive doubling stay far below it up to 4096 ranks).
+``--json``: ``algorithm``, ``n_ranks``, ``steps`` (each a list of ``{"src", "dst", "chunk", "reduce"}``), ``bytes_sent_per_rank`` (for ``--nbytes``, default 1M) and
 ``correct`` (the schedule's result equals the numpy reference on random data).
 """
 from __future__ import annotations

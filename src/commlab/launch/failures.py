@@ -59,7 +59,8 @@ def order_failures(noticed: list[tuple[RankFailure, float]], returned: list[int]
     first as having left early (see the module docstring).
 
     >>> lost = RankFailure(0, "exception", "RuntimeError: Connection closed by peer")
-    >>> [f.rank for f in order_failures([(lost, 1.0), (RankFailure(2, "exit", "killed by signal SIGKILL (9)"), 2.0)], [])]
+    >>> killed = RankFailure(2, "exit", "killed by signal SIGKILL (9)")
+    >>> [f.rank for f in order_failures([(lost, 1.0), (killed, 2.0)], [])]
     [2, 0]
     >>> [(f.rank, f.kind) for f in order_failures([(lost, 1.0)], [1])]
     [(1, 'left'), (0, 'exception')]

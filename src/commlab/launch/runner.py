@@ -2,9 +2,10 @@
 what they return (chapter 03, "Running ranks from a notebook").
 
 Rank 0 binds a TCPStore to 127.0.0.1 only, port 0 (the operating system picks a free port, so two launches
-at once never race for one; nothing listens on the machine's other addresses) and the others rendezvous through it (:mod:`commlab.launch.worker`). Output is
-streamed back as ``[rank r] ...`` lines; a failure on any rank raises :class:`~commlab.launch.failures.RankError`; whatever
-happens, no rank is left running when ``run`` returns or raises.
+at once never race for one; nothing listens on the machine's other addresses) and the others rendezvous
+through it (:mod:`commlab.launch.worker`). Output is streamed back as ``[rank r] ...`` lines; a failure on
+any rank raises :class:`~commlab.launch.failures.RankError`, the rank that caused it first; whatever happens,
+no rank, and no process a rank started, is left running when ``run`` returns or raises.
 """
 from __future__ import annotations
 

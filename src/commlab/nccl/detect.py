@@ -4,7 +4,8 @@ Collective, in order of trust: the caller; a ``# collective:`` comment; nccl-tes
 ``# Collective test starting: X_perf``; a command line naming ``X_perf``; the columns. The columns separate
 the families by ``redop`` (reducing or not), ``root`` (-1 or a rank) and ``size / (count * itemsize)``
 (1, or N where the `size` column is the whole buffer); inside a family (all_gather / all_to_all,
-gather / scatter) the table is nearly silent (alltoall prints ``N/A`` for its in-place check), but the bus factor (N-1)/N is the same, so every check still holds.
+gather / scatter) the table is nearly silent (alltoall prints ``N/A`` for its in-place check), but the bus
+factor (N-1)/N is the same, so every check still holds.
 
 Ranks: the caller; the ``# Rank`` lines of ``# Using devices`` (one per rank); a ``# nranks:`` comment;
 ``nThread x nGpus`` of the preamble when no rank lines were printed (one process assumed).
