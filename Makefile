@@ -2,13 +2,14 @@
 #   make lab    create .venv, install everything, open the book in JupyterLab (127.0.0.1, with a token)
 #   make test   create .venv, install everything, run every test (unit, distributed, notebooks, browser)
 #   make book   build the static HTML edition under _build/html
-# HOST and PORT choose where JupyterLab listens: make lab HOST=0.0.0.0 PORT=9999
+# LAB_HOST and LAB_PORT choose where JupyterLab listens: make lab LAB_HOST=0.0.0.0 LAB_PORT=9999
+# (not HOST/PORT: tcsh exports HOST, some images export HOST=0.0.0.0 or PORT, and make would take them)
 
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-HOST ?= 127.0.0.1
-PORT ?= 8888
+LAB_HOST ?= 127.0.0.1
+LAB_PORT ?= 8888
 STAMP := $(VENV)/.commlab-installed
 PYTEST_WORKERS ?= 2
 
@@ -26,7 +27,7 @@ install: $(STAMP)
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 lab: install
-	$(VENV)/bin/jupyter lab --ServerApp.ip=$(HOST) --ServerApp.port=$(PORT) $(ALLOW_ROOT) \
+	$(VENV)/bin/jupyter lab --ServerApp.ip=$(LAB_HOST) --ServerApp.port=$(LAB_PORT) $(ALLOW_ROOT) \
 		--ServerApp.root_dir=$(CURDIR) chapters/00_welcome.ipynb
 
 test: install

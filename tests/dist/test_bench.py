@@ -79,7 +79,7 @@ def test_wrong_elements_are_counted_over_all_ranks(monkeypatch):
 def test_cli_prints_the_table_and_writes_the_json(tmp_path, capsys):
     path = tmp_path / "rows.json"
     assert main(["bench", "reduce_scatter", "-b", "1K", "-e", "4K", "-n", "2", "-w", "1", "--ranks", "2",
-                 "--json", str(path)]) == 0
+                 "--json-out", str(path)]) == 0
     out, err = capsys.readouterr()
     data = json.loads(path.read_text())
     assert set(data) == {"op", "n_ranks", "backend", "dtype", "rows"}

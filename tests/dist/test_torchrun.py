@@ -35,7 +35,7 @@ if __name__ == "__main__":
 
     launch.init_from_env()  # one group for the whole script: main and bench reuse it
     print("WORKER " + json.dumps(launch.main(worker, 3, 10.0)), flush=True)
-    code = cli(["bench", "all_gather", "-b", "64", "-e", "256", "-n", "2", "-w", "1", "--json", sys.argv[1]])
+    code = cli(["bench", "all_gather", "-b", "64", "-e", "256", "-n", "2", "-w", "1", "--json-out", sys.argv[1]])
     dist.destroy_process_group()
     sys.exit(code)
 '''

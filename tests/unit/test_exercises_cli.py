@@ -63,12 +63,35 @@ def test_check_records_only_when_asked(capsys, tmp_path):
     assert "bob: " in capsys.readouterr().out
 
 
-def test_progress_reports_a_corrupt_file_in_one_line(capsys, tmp_path):
+def test_progress_reports_a_corrupt_file_in_one_line_and_leaves_it_alone(capsys, tmp_path):
     path = tmp_path / "broken.json"
     path.write_text("{{{")
     assert main(["exercises", "progress", "--file", str(path)]) == 0
     captured = capsys.readouterr()
-    assert "warning" in captured.err and "corrupt-" in captured.err and "no progress" in captured.out
+    assert "warning" in captured.err and "left as it is" in captured.err and "no progress" in captured.out
+    assert captured.err.count("\n") == 1
+
+
+def test_progress_never_moves_the_file_it_was_pointed_at(capsys, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes on chapter 5\n")
+    assert main(["exercises", "progress", "--file", str(notes)]) == 0
+    assert notes.read_text() == "my notes on chapter 5\n" and list(tmp_path.iterdir()) == [notes]
+    assert "not a commlab-progress file" in capsys.readouterr().err
+
+
+def test_progress_on_a_directory_or_an_unreadable_file_is_one_line_exit_2(capsys, tmp_path):
+    import os
+
+    assert main(["exercises", "progress", "--file", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot read the progress file" in err and str(tmp_path) in err
+    if os.geteuid() != 0:  # root reads anything
+        locked_out = tmp_path / "p.json"
+        locked_out.write_text("{}")
+        locked_out.chmod(0)
+        assert main(["exercises", "progress", "--file", str(locked_out)]) == 2
+        assert "Permission denied" in capsys.readouterr().err
 
 
 def test_missing_action_is_exit_2(capsys):

@@ -66,16 +66,17 @@ def test_corrupt_file_is_set_aside_and_reported(tmp_path):
     assert json.loads(path.read_text())["learners"]["ada"]["ch01.move-time"]["solved"] is True
 
 
-@pytest.mark.parametrize("content", ["[]", '{"format": "other"}', "\xff\xfe", "",
-                                     '{"format": "commlab-progress", "version": 1, "learners": {"a": {"x": '
-                                     '{"attempts": -1, "solved": false, "first_solved": null}}}}'])
-def test_unreadable_layouts_are_set_aside_on_load(tmp_path, content):
+@pytest.mark.parametrize("content, learners", [
+    ("[]", {}), ('{"format": "other"}', {}), ("\xff\xfe", {}), ("", {}),
+    ('{"format": "commlab-progress", "version": 1, "learners": {"a": {"x": '
+     '{"attempts": -1, "solved": false, "first_solved": null}}}}', {"a": {}})])
+def test_reading_a_damaged_file_warns_and_leaves_it_where_it_is(tmp_path, content, learners):
     path = tmp_path / "progress.json"
     path.write_bytes(content.encode("latin-1"))
-    with pytest.warns(store.ProgressWarning, match="could not be read"):
+    with pytest.warns(store.ProgressWarning, match="damaged .*the file was left as it is"):
         data = store.load(path)
-    assert data["learners"] == {}
-    assert not path.exists() and len(list(tmp_path.glob("progress.json.corrupt-*"))) == 1
+    assert data["learners"] == learners
+    assert path.read_bytes() == content.encode("latin-1") and list(tmp_path.iterdir()) == [path]
 
 
 def test_unwritable_progress_does_not_break_check(tmp_path):
@@ -108,3 +109,71 @@ def test_concurrent_writers_never_corrupt_the_file(tmp_path):
                for w in range(n_workers))
     assert sorted(e.attempts for e in entries[: n_tasks // 2]) != [1] * (n_tasks // 2)
     assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp") or ".corrupt-" in p]
+
+
+GOOD = {"attempts": 2, "solved": True, "first_solved": "2025-01-01T00:00:00+00:00"}
+
+
+def test_a_newer_versions_extra_keys_are_ignored_and_kept(tmp_path):
+    path = tmp_path / "progress.json"
+    newer = {**GOOD, "solved": False, "first_solved": None, "hint_level": 2}
+    path.write_text(json.dumps({"format": "commlab-progress", "version": 1, "learners": {"ada": {
+        "ch05.ring-volume": newer}}}))
+    assert store.entry("ch05.ring-volume", "ada", path) == store.Entry(2, False, None)
+    assert not ex.solution("ch05.ring-volume", learner="ada", progress=path).unlocked
+    feedback = ex.check("ch05.ring-volume", "1 GB", learner="ada", progress=path)  # the third attempt
+    assert "solution('ch05.ring-volume')" in feedback.message
+    assert json.loads(path.read_text())["learners"]["ada"]["ch05.ring-volume"] == {**newer, "attempts": 3}
+
+
+def _cut_file(tmp_path):
+    """A progress file of two complete entries, cut off in the middle of a third."""
+    whole = json.dumps({"format": "commlab-progress", "learners": {"ada": {
+        "ch01.a": GOOD, "ch01.b": GOOD, "ch01.c": GOOD}}, "version": 1}, indent=1, sort_keys=True)
+    path = tmp_path / "progress.json"
+    path.write_text(whole[:whole.rindex('"ch01.c"') + 20])
+    return path
+
+
+def test_a_cut_off_file_gives_up_only_what_is_missing(tmp_path):
+    path = _cut_file(tmp_path)
+    before = path.read_text()
+    with pytest.warns(store.ProgressWarning, match="2 entries could be read; the file was left as it is"):
+        data = store.load(path)
+    assert data["learners"] == {"ada": {"ch01.a": GOOD, "ch01.b": GOOD}}
+    assert path.read_text() == before
+
+
+def test_writing_to_a_damaged_file_moves_it_aside_whole_and_keeps_its_good_entries(tmp_path):
+    path = _cut_file(tmp_path)
+    before = path.read_text()
+    with pytest.warns(store.ProgressWarning, match="moved to .*: 2 entries could be read"):
+        store.record_attempt("ch01.d", "ada", False, path)
+    aside = list(tmp_path.glob("progress.json.corrupt-*"))
+    assert len(aside) == 1 and aside[0].read_text() == before
+    assert set(json.loads(path.read_text())["learners"]["ada"]) == {"ch01.a", "ch01.b", "ch01.d"}
+
+
+def test_an_invalid_entry_is_dropped_and_counted_the_others_kept(tmp_path):
+    path = tmp_path / "progress.json"
+    path.write_text(json.dumps({"format": "commlab-progress", "version": 1, "learners": {
+        "ada": {"ch01.a": GOOD, "ch01.b": {"attempts": "two"}}, "bob": {"ch01.a": GOOD}}}))
+    with pytest.warns(store.ProgressWarning, match="2 entries could be read, 1 could not"):
+        data = store.load(path)
+    assert data["learners"] == {"ada": {"ch01.a": GOOD}, "bob": {"ch01.a": GOOD}}
+
+
+def test_the_lock_is_filelocks_and_a_held_lock_times_out_with_its_path(tmp_path):
+    from filelock import FileLock
+
+    from commlab.errors import CommlabError
+    from commlab.exercises import locking
+
+    path = tmp_path / "progress.json"
+    with FileLock(str(path) + ".lock"):
+        with pytest.raises(CommlabError, match=r"could not lock .*progress\.json\.lock within 0\.2 s"):
+            with locking.locked(path, timeout_s=0.2):
+                pass
+    with locking.locked(path, timeout_s=0.2):  # free again once the other holder let go
+        pass
+    assert "O_EXCL" not in open(locking.__file__).read().split('"""', 2)[2]

@@ -68,9 +68,9 @@ def test_preamble_devices_and_footer_lines():
 
 def test_wrong_counts_and_na():
     m_ok, m_na, m_bad = Measure(12.5, 1.0, 1.5, 0), Measure(12.5, 1.0, 1.5, None), Measure(12.5, 1.0, 1.5, 3)
-    row = Row(1024, 256, "float", "sum", -1, m_ok, m_na)
+    row = Row(12500, 3125, "float", "sum", -1, m_ok, m_na)  # algbw = size / time, as nccl-tests computes it
     assert format_row(row).endswith("      0    12.50    1.00    1.50    N/A")
-    text = format_table("all_reduce", 4, [row, Row(2048, 512, "float", "sum", -1, m_bad, m_ok)])
+    text = format_table("all_reduce", 4, [row, Row(12504, 3126, "float", "sum", -1, m_bad, m_ok)])
     assert "# Out of bounds values : 1 FAILED" in text
     assert parse_log(text).rows[1].oop.wrong == 3
 
@@ -101,13 +101,23 @@ def test_fit_number_fits_and_keeps_the_value(value, width):
         assert abs(float(text) - value) <= 0.5 * 10.0 ** -decimals + 1e-9 * value
 
 
-measures = st.builds(Measure, st.floats(0.1, 1e6), st.floats(0, 2e4), st.floats(0, 2e4),
-                     st.one_of(st.none(), st.integers(0, 10**5)))
+@st.composite
+def sweeps(draw):
+    """Rows of one sweep as nccl-tests prints it: growing sizes, algbw = size / time, busbw = algbw * 1.5."""
+    sizes = sorted(draw(st.sets(st.integers(1, 2**40), min_size=1, max_size=6)))
+    rows = []
+    for size in sizes:
+        measures = []
+        for _ in range(2):
+            t_us = draw(st.floats(0.1, 1e6))
+            algbw = size / (t_us * 1e-6) / 1e9
+            measures.append(Measure(t_us, algbw, algbw * 1.5, draw(st.one_of(st.none(), st.integers(0, 10**5)))))
+        rows.append(Row(size, size // 4, draw(st.sampled_from(["float", "half"])), "sum", -1, *measures))
+    return rows
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.builds(Row, st.integers(0, 2**40), st.integers(0, 2**38), st.sampled_from(["float", "half"]),
-                          st.just("sum"), st.just(-1), measures, measures), min_size=1, max_size=6))
+@given(sweeps())
 def test_writer_output_reads_back_and_is_a_fixed_point(rows):
     first = format_table("all_reduce", 4, rows)
     back = parse_log(first)
@@ -132,8 +142,11 @@ def test_bad_arguments():
 
 def test_rows_without_an_in_place_measurement():
     """commlab's benchmark may time only out-of-place for a collective without an in-place form."""
-    rows = [Row(8 * 4 ** k, 2 * 4 ** k, "float", "none", -1, Measure(10.0 + k, 0.5 * k, 0.25 * k, 0))
-            for k in range(5)]
+    rows = []
+    for k in range(5):
+        size, t_us = 8 * 4 ** k, 10.0 + k
+        algbw = round(size / (t_us * 1e-6) / 1e9, 2)
+        rows.append(Row(size, 2 * 4 ** k, "float", "none", -1, Measure(t_us, algbw, round(algbw / 2, 2), 0)))
     text = format_table("all_to_all", 2, rows)
     back = parse_log(text)
     assert back.rows == rows and back.unreadable == [] and back.collective == "all_to_all"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from commlab.bench.colls import Case
 from commlab.bench.config import BenchConfig
 from commlab.bench.data import count_wrong_for, rank_input
-from commlab.bench.result import BenchResult
+from commlab.bench.result import BenchResult, version_line
 from commlab.bench.timing import bandwidths_GBps, elapsed_per_iter_s, mean_over_ranks, sum_over_ranks
 from commlab.nccl.records import Measure, Row
 
@@ -51,10 +51,21 @@ def _wrong(case: Case, spec, config: BenchConfig, in_place: bool, device) -> int
     return sum_over_ranks(wrong, device)
 
 
+def _checked(case: Case, spec, config: BenchConfig, in_place: bool, device) -> int | None:
+    """``#wrong`` after up to ``config.check`` checked iterations, stopping at the first with errors (as
+    nccl-tests' ``BenchTime`` does); None when checking is off."""
+    wrong = None
+    for _ in range(config.check):
+        wrong = _wrong(case, spec, config, in_place, device)
+        if wrong:
+            break
+    return wrong
+
+
 def _measure(case: Case, spec, config: BenchConfig, in_place: bool, size_nbytes: int, device) -> Measure:
     t_s = mean_over_ranks(elapsed_per_iter_s(lambda: case.run(in_place), config.iters, device), device)
     algbw, busbw = bandwidths_GBps(size_nbytes, t_s, spec.busbw_factor(case.n_ranks))
-    wrong = _wrong(case, spec, config, in_place, device) if config.check else None
+    wrong = _checked(case, spec, config, in_place, device)
     return Measure(time_us=t_s * 1e6, algbw_GBps=algbw, busbw_GBps=busbw, wrong=wrong)
 
 
@@ -104,5 +115,6 @@ def sweep_in_group(config: BenchConfig, on_size=None) -> BenchResult:
             on_size(done, len(sizes), rows[-1])
     devices: list = [None] * n_ranks
     dist.all_gather_object(devices, _describe_rank(device))
-    return BenchResult(config.op, n_ranks, str(dist.get_backend()), config.dtype, tuple(rows), config,
-                       tuple(devices))
+    backend = str(dist.get_backend())
+    return BenchResult(config.op, n_ranks, backend, config.dtype, tuple(rows), config, tuple(devices),
+                       version_line(backend))

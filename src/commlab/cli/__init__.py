@@ -7,7 +7,9 @@ Each subcommand lives in its own module under ``commlab.cli`` and exposes ``add_
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
+import os
 import sys
 
 from commlab.errors import CommlabError
@@ -28,6 +30,18 @@ SUBCOMMANDS = (
     ("cluster", "cluster"),
     ("labs", "labs"),
 )
+
+
+#: Errors of writing the output (a full disk, a quota, a failing device): one line, exit 2, not a traceback.
+_OUTPUT_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG}
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's own flush at exit does not fail a second time."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass  # stdout is not a file (a test's capture)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -59,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        return int(args._run(args) or 0)
+        code = int(args._run(args) or 0)
+        sys.stdout.flush()  # a full disk shows here, not at exit
+        return code
     except CommlabError as exc:
         print(f"commlab {args._name}: error: {exc}", file=sys.stderr)
         return 2
@@ -73,6 +89,12 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `commlab ... | head`: the reader stopped reading; not an error
         sys.stderr.close()
         return 0
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_ERRNOS:
+            raise
+        _drop_stdout()
+        print(f"commlab {args._name}: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"commlab {args._name}: interrupted", file=sys.stderr)
         return 130

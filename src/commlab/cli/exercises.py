@@ -97,7 +97,8 @@ def _progress(args) -> int:
         warnings.simplefilter("always", store.ProgressWarning)
         data = store.load(path)
     for warning in caught:
-        print(f"commlab exercises: warning: {warning.message}", file=sys.stderr)
+        text = str(warning.message)
+        print(f"commlab exercises: warning: {text.removeprefix('commlab: ')}", file=sys.stderr)
     learners = {k: v for k, v in data["learners"].items() if args.learner in (None, k)}
     if args.json:
         print(json.dumps({"file": str(path), "learners": learners}, indent=1, ensure_ascii=False))

@@ -1,7 +1,8 @@
 """``commlab simulate ALGO --ranks N [--nbytes SIZE] [--json]``: print a schedule step by step.
 
-Text: one line per step listing its transfers. ``--json``: ``algorithm``, ``n_ranks``, ``steps`` (each a list
-of ``{"src", "dst", "chunk", "reduce"}``), ``bytes_sent_per_rank`` (for ``--nbytes``, default 1M) and
+Text: one line per step listing its transfers, at most MAX_LISTED of them in all (a ring all-reduce has
+2N(N-1): up to 256 ranks; the trees, naive and recursive doubling stay far below it up to 4096 ranks).
+``--json``: ``algorithm``, ``n_ranks``, ``steps`` (each a list of ``{"src", "dst", "chunk", "reduce"}``), ``bytes_sent_per_rank`` (for ``--nbytes``, default 1M) and
 ``correct`` (the schedule's result equals the numpy reference on random data).
 """
 from __future__ import annotations
@@ -9,6 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from commlab.cli._common import print_json
+from commlab.errors import CommlabError, check_n_ranks
+
+#: The most transfers ``commlab simulate`` lists (the listing is the product; it answers in seconds).
+MAX_LISTED = 131_072
+#: The largest --nbytes (1 PiB): bytes per rank stay exact in numpy's 64-bit integers.
+MAX_NBYTES = 2**50
 
 
 def add_parser(sub):
@@ -17,7 +24,8 @@ def add_parser(sub):
     p = sub.add_parser("simulate", help="print an algorithm's schedule of transfers, step by step",
                        description=__doc__.split("\n\n")[0])
     p.add_argument("algorithm", metavar="ALGO", help="one of: " + ", ".join(ALGORITHMS))
-    p.add_argument("--ranks", required=True, help="number of ranks N (1 to 4096)")
+    p.add_argument("--ranks", required=True, help="number of ranks N (1 to 4096; rings up to 256: the listing "
+                                                   "grows as N squared)")
     p.add_argument("--nbytes", default="1M", help="buffer size for bytes_sent_per_rank (default 1M = 1 MiB)")
     p.add_argument("--json", action="store_true", help="print a JSON object instead of text")
     return p
@@ -27,7 +35,7 @@ def _correct(schedule) -> bool:
     from commlab.schedules import chunk_bounds, expected, run
 
     rng = np.random.default_rng(0)
-    length = 3 * schedule.n_ranks + 1
+    length = 3 * schedule.n_chunks + 1  # uneven chunks, and small: 4096 ranks of a tree stay in a few MB
     if schedule.collective == "all_gather":
         sizes = np.diff(chunk_bounds(length, schedule.n_ranks))
         inputs = [rng.normal(size=int(k)) for k in sizes]
@@ -37,13 +45,33 @@ def _correct(schedule) -> bool:
     return all(np.allclose(a, b) for a, b in zip(got, expected(schedule, inputs)))
 
 
+def _checked(algorithm: str, n_ranks: int):
+    """The schedule, or CommlabError when its listing would pass MAX_LISTED."""
+    from commlab.schedules import MAX_RANKS, build, max_ring_ranks, ring_transfers
+
+    check_n_ranks(n_ranks, 1, MAX_RANKS)
+    count = ring_transfers(algorithm, n_ranks)
+    if count is not None and count > MAX_LISTED:
+        raise CommlabError(
+            f"--ranks {n_ranks}: {algorithm} has {count:,} transfers on {n_ranks} ranks and commlab simulate lists "
+            f"at most {MAX_LISTED:,}, so {algorithm} is simulated on up to {max_ring_ranks(algorithm, MAX_LISTED)} "
+            "ranks (cost at any N: commlab cost)")
+    schedule = build(algorithm, n_ranks)
+    listed = sum(len(step) for step in schedule.steps)
+    if listed > MAX_LISTED:  # pragma: no cover - no algorithm but the rings gets here up to 4096 ranks
+        raise CommlabError(f"--ranks {n_ranks}: {algorithm} has {listed:,} transfers; at most {MAX_LISTED:,} listed")
+    return schedule
+
+
 def run(args) -> int:
     from commlab.cli._common import nbytes_arg, ranks_arg
-    from commlab.schedules import build, bytes_sent_per_rank, check_algorithm, describe_step
+    from commlab.schedules import bytes_sent_per_rank, check_algorithm, describe_step
 
     algorithm = check_algorithm(args.algorithm)
     n_ranks, nbytes = ranks_arg(args.ranks), nbytes_arg(args.nbytes)
-    schedule = build(algorithm, n_ranks)
+    if nbytes > MAX_NBYTES:
+        raise CommlabError(f"--nbytes must be at most 1 PiB ({MAX_NBYTES} bytes), got {args.nbytes!r}")
+    schedule = _checked(algorithm, n_ranks)
     sent = bytes_sent_per_rank(schedule, nbytes)
     correct = _correct(schedule)
     if args.json:

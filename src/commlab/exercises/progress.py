@@ -1,12 +1,15 @@
 """A learner's progress (attempts, solved, first-solved time) in a local JSON file a crash cannot corrupt.
 
 The file is ``~/.commlab/progress.json`` unless ``COMMLAB_PROGRESS`` or a ``path=`` argument names another.
-Every update is a read-modify-write under an exclusive lock (``fcntl.flock`` on ``progress.json.lock`` on
-POSIX, a lock file created with O_EXCL elsewhere), so two kernels recording at once both count. The new
-content goes to a temporary file in the same directory, is flushed and fsync'ed, and replaces the old file
-with ``os.replace`` (atomic on POSIX and Windows): a reader sees the old file or the new one, never half.
-A file that cannot be read (not JSON, not this layout) is renamed ``progress.json.corrupt-<timestamp>``
-with a :class:`ProgressWarning` naming both paths, never silently dropped.
+Every update is a read-modify-write under an exclusive lock (:mod:`commlab.exercises.locking`, the
+``filelock`` package), so two kernels recording at once both count. The new content goes to a temporary file
+in the same directory, is flushed and fsync'ed, and replaces the old file with ``os.replace`` (atomic on
+POSIX and Windows): a reader sees the old file or the new one, never half.
+
+Reading never changes the file (:mod:`commlab.exercises.salvage`): entries a newer commlab wrote keep their
+extra keys, and a damaged file gives up only what cannot be read, with a :class:`ProgressWarning` saying how
+many entries were kept. Only a write moves a damaged file: it is renamed ``progress.json.corrupt-<timestamp>``
+whole, as it was, and the new file starts with the entries that could be read, which the warning counts.
 
 Layout: ``{"format": "commlab-progress", "version": 1, "learners": {learner: {exercise id:
 {"attempts": int, "solved": bool, "first_solved": ISO time or null}}}}``.
@@ -27,17 +30,16 @@ from pathlib import Path
 from commlab.errors import CommlabError
 from commlab.exercises.locking import locked
 from commlab.exercises.registry import exercises
+from commlab.exercises.salvage import ENTRY_KEYS, FORMAT, VERSION, Reading, read_progress
 from commlab.exercises.seeding import current_learner
 
 ENV_PROGRESS = "COMMLAB_PROGRESS"
-FORMAT = "commlab-progress"
-VERSION = 1
 #: attempts after which the worked solution may be shown
 ATTEMPTS_FOR_SOLUTION = 3
 
 
 class ProgressWarning(UserWarning):
-    """The progress file was unreadable and was set aside, or could not be written."""
+    """The progress file is damaged (its readable entries were kept), or could not be written."""
 
 
 @dataclass(frozen=True)
@@ -61,53 +63,44 @@ def progress_path(path: str | os.PathLike | None = None) -> Path:
     return Path(from_env).expanduser() if from_env else Path.home() / ".commlab" / "progress.json"
 
 
-def _empty() -> dict:
-    return {"format": FORMAT, "version": VERSION, "learners": {}}
+def _kept(reading: Reading) -> str:
+    return (f"{reading.kept} entr{'y' if reading.kept == 1 else 'ies'} could be read"
+            + (f", {reading.dropped} could not" if reading.dropped else ""))
 
 
-def _valid_entry(entry: object) -> bool:
-    return (isinstance(entry, dict) and type(entry.get("attempts")) is int and entry["attempts"] >= 0
-            and isinstance(entry.get("solved"), bool)
-            and (entry.get("first_solved") is None or isinstance(entry.get("first_solved"), str)))
+def _warn(message: str) -> None:
+    warnings.warn(f"commlab: {message}", ProgressWarning, stacklevel=4)
 
 
-def _check_layout(data: object) -> dict:
-    """Return ``data`` if it has the progress layout, else raise ValueError saying what is wrong."""
-    if not isinstance(data, dict) or data.get("format") != FORMAT or data.get("version") != VERSION:
-        raise ValueError(f"not a {FORMAT} file of version {VERSION}")
-    learners = data.get("learners")
-    if not isinstance(learners, dict):
-        raise ValueError("'learners' is not a mapping")
-    for learner, exercises in learners.items():
-        if not isinstance(exercises, dict) or not all(_valid_entry(e) for e in exercises.values()):
-            raise ValueError(f"bad entries for learner {learner!r}")
-    return data
+def _read(path: Path) -> dict:
+    """The file's progress for a reader: salvaged with a warning when damaged, never moved."""
+    reading = read_progress(path)
+    if reading.problem is not None:
+        _warn(f"progress file {path} is damaged ({reading.problem}); {_kept(reading)}; the file was left as it is")
+    return reading.data
 
 
-def _parse(path: Path) -> dict:
-    """The file's content; ValueError (or UnicodeDecodeError) when it is not a progress file."""
-    with open(path, encoding="utf-8") as fh:
-        return _check_layout(json.load(fh))
-
-
-def _set_aside(path: Path, reason: str) -> Path:
+def _set_aside(path: Path, reading: Reading) -> Path:
+    """Rename a damaged file whole, and say so with how many of its entries the new file keeps."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
     target = path.with_name(f"{path.name}.corrupt-{stamp}")
     os.replace(path, target)
-    warnings.warn(f"commlab: progress file {path} could not be read ({reason}); it was moved to {target} "
-                  "and a new progress file was started", ProgressWarning, stacklevel=4)
+    _warn(f"progress file {path} could not be read whole ({reading.problem}); it was moved to {target} "
+          f"and a new progress file was started with what it held: {_kept(reading)}")
     return target
 
 
-def _read_locked(path: Path) -> dict:
-    """Read under the lock; set an unreadable file aside (with a warning) and start afresh."""
-    try:
-        return _parse(path)
-    except FileNotFoundError:
-        return _empty()
-    except (ValueError, UnicodeDecodeError) as exc:
-        _set_aside(path, str(exc) or type(exc).__name__)
-        return _empty()
+def _read_for_update(path: Path) -> dict:
+    """Under the lock: the progress to update; a damaged file is moved aside (its good entries carry over)."""
+    reading = read_progress(path)
+    if reading.problem is not None:
+        _set_aside(path, reading)
+    return reading.data
+
+
+def _entry(raw: dict | None) -> Entry:
+    """An :class:`Entry` from a record, ignoring keys this version does not know."""
+    return Entry(**{k: raw[k] for k in ENTRY_KEYS if k in raw}) if raw else Entry()
 
 
 def _write_atomic(path: Path, data: dict) -> None:
@@ -132,21 +125,14 @@ def _write_atomic(path: Path, data: dict) -> None:
 
 
 def load(path: str | os.PathLike | None = None) -> dict:
-    """The whole progress file as a dict (an empty record when there is none yet)."""
-    target = progress_path(path)
-    if not target.exists():
-        return _empty()
-    try:
-        return _parse(target)
-    except (ValueError, UnicodeDecodeError):
-        with locked(target):
-            return _read_locked(target)
+    """The whole progress file as a dict (an empty record when there is none yet); the file is never changed.
+    CommlabError when the path cannot be read (a directory, no permission)."""
+    return _read(progress_path(path))
 
 
 def entry(exercise_id: str, learner: str, path: str | os.PathLike | None = None) -> Entry:
     """This learner's record for one exercise (zero attempts when there is none)."""
-    raw = load(path)["learners"].get(learner, {}).get(exercise_id)
-    return Entry(**raw) if raw else Entry()
+    return _entry(load(path)["learners"].get(learner, {}).get(exercise_id))
 
 
 def record_attempt(exercise_id: str, learner: str, correct: bool,
@@ -155,14 +141,15 @@ def record_attempt(exercise_id: str, learner: str, correct: bool,
     target = progress_path(path)
     try:
         with locked(target):
-            data = _read_locked(target)
+            data = _read_for_update(target)
             exercises = data["learners"].setdefault(learner, {})
-            old = Entry(**exercises.get(exercise_id, asdict(Entry())))
+            raw = exercises.get(exercise_id) or {}
+            old = _entry(raw)
             first = old.first_solved
             if correct and first is None:
                 first = datetime.now(timezone.utc).isoformat(timespec="seconds")
             new = Entry(old.attempts + 1, old.solved or bool(correct), first)
-            exercises[exercise_id] = asdict(new)
+            exercises[exercise_id] = {**raw, **asdict(new)}  # a newer version's keys are kept
             _write_atomic(target, data)
             return new
     except OSError as exc:
@@ -193,7 +180,7 @@ def chapter_progress(learner: object = None, path: str | os.PathLike | None = No
     records = load(path)["learners"].get(current_learner(learner), {})
     counts: dict[str, list[int]] = {}
     for exercise in exercises():
-        raw = records.get(exercise.id)
-        column = 2 if not raw or raw["attempts"] == 0 else (0 if raw["solved"] else 1)
+        record = _entry(records.get(exercise.id))
+        column = 2 if record.attempts == 0 else (0 if record.solved else 1)
         counts.setdefault(exercise.chapter, [0, 0, 0])[column] += 1
     return {chapter: ChapterProgress(*counts[chapter]) for chapter in sorted(counts)}

@@ -2,9 +2,15 @@
 
 :class:`RankError` is a ``RuntimeError``, not a :class:`~commlab.errors.CommlabError`: the failure happened
 inside the reader's own code on some rank, and its traceback is the useful part, so it is shown whole
-rather than squeezed into one line. Its message names every failed rank; the first failure (the cause, in
-the order the launcher saw them) comes with its full traceback, the others with one line each (a peer's
-"Connection closed by peer" is usually a consequence of the first failure).
+rather than squeezed into one line. Its message names every failed rank; the cause comes first with its
+full traceback, the others with one line each.
+
+The cause is found by what each failure says, not by the order the launcher noticed them in (a peer's error
+can reach the launcher before the exit status of the rank that was killed): an error that only says a peer
+went away (gloo's "Connection closed by peer", NCCL's "remote process exited", a broken pipe) is a
+consequence; a rank killed by a signal, or one that raised anything else, is a cause. When every failure is
+such a consequence and some rank had already returned its value, that rank left the group early (it skipped
+a collective its peers were waiting in) and is named as the cause.
 """
 from __future__ import annotations
 
@@ -12,7 +18,10 @@ import signal
 from dataclasses import dataclass
 
 #: Kinds of failure, in the words of the error message.
-KINDS = ("exception", "exit", "timeout", "stopped")
+KINDS = ("exception", "exit", "timeout", "stopped", "left")
+#: Words (lower case) of an error that only says a peer is gone: gloo's pair.cc, NCCL, sockets, the store.
+PEER_LOST = ("connection closed by peer", "connection reset by peer", "broken pipe", "remote process exited",
+             "ncclremoteerror", "remote worker crashing", "connection refused", "socket closed", "econnreset")
 
 
 @dataclass(frozen=True)
@@ -21,12 +30,48 @@ class RankFailure:
 
     rank: int
     kind: str
-    """One of ``KINDS``: raised an exception, exited or was killed, ran past the timeout, or was stopped
-    by the launcher because another rank failed first."""
+    """One of ``KINDS``: raised an exception, exited or was killed, ran past the timeout, was stopped by the
+    launcher because another rank failed first, or left: returned while its peers still waited for it."""
     summary: str
     """One line: ``ValueError: boom``, ``killed by signal SIGKILL (9)``, ..."""
     detail: str = ""
     """The rank's formatted traceback, or its Python stack when it was stopped at the timeout."""
+
+    @property
+    def peer_lost(self) -> bool:
+        """True for an exception that only says a peer went away (a consequence of another failure).
+
+        >>> RankFailure(0, "exception", "RuntimeError: [pair.cc:553] Connection closed by peer [127.0.0.1]:1").peer_lost
+        True
+        """
+        text = self.summary.lower()
+        return self.kind == "exception" and any(words in text for words in PEER_LOST)
+
+
+LEFT_EARLY = ("it returned its value while other ranks still waited for it in a collective (every rank must "
+              "make the same collective calls, in the same order)")
+
+
+def order_failures(noticed: list[tuple[RankFailure, float]], returned: list[int]) -> list[RankFailure]:
+    """The failures, cause first: (failure, when the launcher noticed it) pairs and the ranks that returned a
+    value. Causes (deaths, genuine exceptions, timeouts) before peer-lost errors, then stopped ranks; within
+    each, the order they were noticed in. When only peer-lost errors are left, the ranks that returned come
+    first as having left early (see the module docstring).
+
+    >>> lost = RankFailure(0, "exception", "RuntimeError: Connection closed by peer")
+    >>> killed = RankFailure(2, "exit", "killed by signal SIGKILL (9)")
+    >>> [f.rank for f in order_failures([(lost, 1.0), (killed, 2.0)], [])]
+    [2, 0]
+    >>> [(f.rank, f.kind) for f in order_failures([(lost, 1.0)], [1])]
+    [(1, 'left'), (0, 'exception')]
+    """
+    def group(failure: RankFailure) -> int:
+        return 2 if failure.kind == "stopped" else 1 if failure.peer_lost else 0
+
+    ordered = [f for f, _ in sorted(noticed, key=lambda pair: (group(pair[0]), pair[1], pair[0].rank))]
+    if ordered and group(ordered[0]) == 1 and returned:
+        ordered = [RankFailure(r, "left", LEFT_EARLY) for r in sorted(returned)] + ordered
+    return ordered
 
 
 def describe_exit(code: int) -> str:
@@ -56,12 +101,15 @@ def _shorten(text: str, width: int = 200) -> str:
 def format_failures(failures: list[RankFailure], n_ranks: int, backend: str) -> str:
     """The message of :class:`RankError` (see the module docstring)."""
     first = failures[0]
-    lines = [f"rank {first.rank} of {n_ranks} ({backend}) failed: {first.summary}"]
-    if first.detail:
-        lines += [f"--- rank {first.rank} ---", first.detail.rstrip()]
+    verb = "left early" if first.kind == "left" else "failed"
+    lines = [f"rank {first.rank} of {n_ranks} ({backend}) {verb}: {first.summary}"]
+    shown = first if first.detail else next((f for f in failures[1:] if f.detail and f.kind != "stopped"), None)
+    if shown is not None:
+        where = "" if shown is first else f" (where it was when rank {first.rank} {verb})"
+        lines += [f"--- rank {shown.rank}{where} ---", shown.detail.rstrip()]
     later = [f for f in failures[1:] if f.kind != "stopped"]
     if later:
-        lines.append("then (often a consequence of the first failure):")
+        lines.append("then (a consequence of the first failure, most likely):")
         lines += [f"  rank {f.rank}: {_shorten(f.summary)}" for f in later]
     stopped = [f.rank for f in failures if f.kind == "stopped"]
     if stopped:
@@ -84,7 +132,7 @@ class RankError(RuntimeError):
 
     @property
     def rank(self) -> int:
-        """The rank whose failure the launcher noticed first (usually the cause)."""
+        """The rank that caused the failure (see :func:`order_failures`)."""
         return self.failures[0].rank
 
     @property

@@ -5,6 +5,10 @@ the launcher keeps its ends and closes the rank's ends at once. A forked rank ru
 :func:`commlab.launch.worker.forked_main` with the function object itself; a spawned rank is
 ``python -c ...spawned_main()``, which reads the cloudpickled function from its stdin (the control pipe), so
 a function defined in a notebook cell travels by value.
+
+Every rank leads a session of its own (``os.setsid`` in a forked rank, ``start_new_session`` for a spawned
+one), so its process group holds the rank and whatever it starts; :meth:`RankProcess.end_group` signals the
+whole group, and no process a rank started outlives the launch.
 """
 from __future__ import annotations
 
@@ -44,11 +48,25 @@ class RankProcess:
         return self.process.exitcode
 
     def signal(self, sig: int) -> None:
+        """Send ``sig`` to the rank alone (SIGUSR1 asks for its stack: its children must not get that)."""
         if self.poll() is None:
             try:
                 os.kill(self.pid, sig)
             except ProcessLookupError:
                 pass
+
+    def end_group(self, sig: int) -> None:
+        """Send ``sig`` to the rank's process group: the rank and every process it started. A rank that has
+        not yet made its own group (just forked) gets the signal alone."""
+        if not hasattr(os, "killpg"):  # pragma: no cover - Windows
+            self.signal(sig)
+            return
+        try:
+            os.killpg(self.pid, sig)
+        except ProcessLookupError:
+            self.signal(sig)
+        except PermissionError:
+            pass  # the group id was reused by another user's process: not ours to signal
 
     def wait(self, timeout_s: float) -> int | None:
         if isinstance(self.process, subprocess.Popen):
@@ -60,11 +78,13 @@ class RankProcess:
         return self.process.exitcode
 
     def stop(self, grace_s: float = 1.0) -> None:
-        """SIGTERM, then SIGKILL after ``grace_s``; returns once the process is reaped."""
-        self.signal(signal.SIGTERM)
+        """SIGTERM to the group, then SIGKILL after ``grace_s``; returns once the rank is reaped and its
+        group has been sent SIGKILL (what it started dies with it)."""
+        self.end_group(signal.SIGTERM)
         if self.wait(grace_s) is None:
-            self.signal(signal.SIGKILL)
+            self.end_group(signal.SIGKILL)
             self.wait(30.0)
+        self.end_group(signal.SIGKILL)
 
 
 def _pipes() -> list[tuple[int, int]]:
@@ -113,7 +133,8 @@ def start_spawned(payload: bytes, spec: RankSpec) -> RankProcess:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     try:
         process = subprocess.Popen([sys.executable, "-c", _SPAWN_CODE, str(res_w)], stdin=ctl_r,
-                                   stdout=out_w, stderr=err_w, pass_fds=(res_w,), env=env)
+                                   stdout=out_w, stderr=err_w, pass_fds=(res_w,), env=env,
+                                   start_new_session=True)
     except BaseException:
         _close_all(pipes)
         raise

@@ -1,10 +1,11 @@
 """``run(fn, n_ranks)``: start n ranks on this machine, call ``fn(rank, n_ranks, ...)`` in each, return
 what they return (chapter 03, "Running ranks from a notebook").
 
-Rank 0 binds a TCPStore on 127.0.0.1, port 0 (the operating system picks a free port, so two launches at
-once never race for one) and the others rendezvous through it (:mod:`commlab.launch.worker`). Output is
-streamed back as ``[rank r] ...`` lines; a failure on any rank raises :class:`~commlab.launch.failures.RankError`; whatever
-happens, no rank is left running when ``run`` returns or raises.
+Rank 0 binds a TCPStore to 127.0.0.1 only, port 0 (the operating system picks a free port, so two launches
+at once never race for one; nothing listens on the machine's other addresses) and the others rendezvous
+through it (:mod:`commlab.launch.worker`). Output is streamed back as ``[rank r] ...`` lines; a failure on
+any rank raises :class:`~commlab.launch.failures.RankError`, the rank that caused it first; whatever happens,
+no rank, and no process a rank started, is left running when ``run`` returns or raises.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import sys
 from commlab.errors import CommlabError
 from commlab.launch.choose import choose_backend, choose_start_method, loopback_interface
 from commlab.launch.config import LaunchConfig
-from commlab.launch.failures import RankError
+from commlab.launch.failures import RankError, order_failures
 from commlab.launch.monitor import RankState, pump, watch
 from commlab.launch.procs import start_forked, start_spawned
 from commlab.launch.worker import RankSpec
@@ -71,35 +72,34 @@ def pickle_payload(fn, args: tuple, kwargs: dict) -> bytes:
 
 
 def _launch(config: LaunchConfig, backend: str, method: str, fn, args, kwargs, payload, on_line) -> list:
-    loopback = loopback_interface()
+    import uuid
+
+    loopback, run_id = loopback_interface(), f"commlab-{uuid.uuid4().hex[:12]}"
     states: list[RankState] = []
     try:
         for rank in range(config.n_ranks):
-            spec = RankSpec(rank, config.n_ranks, backend, config.timeout_s, os.getpid(), loopback)
+            spec = RankSpec(rank, config.n_ranks, backend, config.timeout_s, os.getpid(), loopback, run_id)
             proc = (start_forked(fn, args, kwargs, spec) if method == "fork" else start_spawned(payload, spec))
             states.append(RankState.of(proc, on_line))
         watch(states, config.timeout_s, config.grace_s)
     finally:
         _stop_all(states)
-    failures = sorted((st.failure for st in states if st.failure), key=lambda f: _order(states, f))
-    if failures:
-        raise RankError(failures, config.n_ranks, backend)
+    noticed = [(st.failure, st.failed_at) for st in states if st.failure]
+    if noticed:
+        returned = [st.rank for st in states if st.returned and st.result[0] == "ok"]
+        raise RankError(order_failures(noticed, returned), config.n_ranks, backend)
     return [st.result[1] for st in states]
 
 
-def _order(states: list[RankState], failure) -> tuple[float, int]:
-    st = states[failure.rank]
-    return (st.failed_at, failure.rank)
-
-
 def _stop_all(states: list[RankState]) -> None:
-    """Stop every rank still running (SIGTERM, then SIGKILL), read what is left in the pipes, close them."""
+    """Stop every rank still running and whatever any rank started (SIGTERM to each rank's process group,
+    then SIGKILL), read what is left in the pipes, close them."""
     for st in states:
-        if st.exit_code is None:
-            st.proc.signal(signal.SIGTERM)
+        st.proc.end_group(signal.SIGTERM)
     for st in states:
         if st.exit_code is None:
             st.proc.stop(grace_s=1.0)
+        st.proc.end_group(signal.SIGKILL)
     open_fds = {fd: sink for st in states for fd, sink in st.readers().items()}
     pump(states, open_fds, 0.0)
     for st in states:

@@ -1,7 +1,8 @@
 """The code that runs inside each rank started by :func:`commlab.launch.run`.
 
 Rendezvous: rank 0 hosts the TCPStore on 127.0.0.1, port 0 (the system picks a free port, so two launches
-never race for one) and sends the port to the launcher, which passes it on to the other ranks. The
+never race for one; the server listens on loopback only, :func:`loopback_store_server`) and sends the port to
+the launcher, which passes it on to the other ranks. The
 launcher itself runs no store: a store's server thread in the launcher could hold a libc lock (the resolver's,
 while it names a connecting peer) at the moment the launcher forks the next rank, which would then hang.
 
@@ -43,6 +44,8 @@ class RankSpec:
     timeout_s: float
     parent_pid: int
     loopback: str | None
+    run_id: str = "none"
+    """The launch's id (torchrun's ``TORCHELASTIC_RUN_ID``, from ``--rdzv-id``, default ``"none"``)."""
 
 
 def forked_main(fn, args, kwargs, spec: RankSpec, fds: tuple[int, int, int, int],
@@ -52,6 +55,7 @@ def forked_main(fn, args, kwargs, spec: RankSpec, fds: tuple[int, int, int, int]
     ``fds`` are this rank's ends of its pipes: (control in, stdout, stderr, result out).
     """
     ctl_fd, out_fd, err_fd, res_fd = fds
+    _own_process_group()
     for fd in close_fds:
         os.close(fd)
     os.dup2(out_fd, 1)
@@ -62,6 +66,16 @@ def forked_main(fn, args, kwargs, spec: RankSpec, fds: tuple[int, int, int, int]
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
     _leave_notebook()
     run_and_report(fn, args, kwargs, spec, Inbox(ctl_fd), res_fd)
+
+
+def _own_process_group() -> None:
+    """Lead a new session, hence a process group of its own, so that the launcher can end whatever this rank
+    starts (``subprocess.Popen``) with ``os.killpg``. Spawned ranks get the same from ``start_new_session``."""
+    if hasattr(os, "setsid"):
+        try:
+            os.setsid()
+        except OSError:
+            pass  # already a group leader
 
 
 def _leave_notebook() -> None:
@@ -124,11 +138,47 @@ def user_traceback(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, tb))
 
 
+def worker_environment(spec: RankSpec) -> dict[str, str]:
+    """The variables torchrun gives a worker, for this rank of a one-node launch.
+
+    From torch/distributed/elastic/agent/server/local_elastic_agent.py (``_start_workers``, torch 2.13):
+    RANK, GROUP_RANK, ROLE_RANK, ROLE_NAME, LOCAL_WORLD_SIZE, WORLD_SIZE, GROUP_WORLD_SIZE, ROLE_WORLD_SIZE,
+    MASTER_ADDR, MASTER_PORT (set once the store listens), TORCHELASTIC_RESTART_COUNT,
+    TORCHELASTIC_MAX_RESTARTS, TORCHELASTIC_RUN_ID, TORCHELASTIC_USE_AGENT_STORE,
+    TORCH_NCCL_ASYNC_ERROR_HANDLING (kept when set), LOCAL_RANK. One node is one group of one role
+    (torchrun's default role is ``"default"``). The store is already up when the function runs, as torchrun's
+    agent store is, so ``TORCHELASTIC_USE_AGENT_STORE`` is ``"True"``: an ``env://`` initialisation connects
+    to it instead of trying to host a second one on the same port. OMP_NUM_THREADS: see :func:`_threads`.
+
+    >>> env = worker_environment(RankSpec(1, 4, "gloo", 60.0, 1, None, "r1"))
+    >>> env["RANK"], env["LOCAL_RANK"], env["GROUP_RANK"], env["ROLE_WORLD_SIZE"], env["TORCHELASTIC_RUN_ID"]
+    ('1', '1', '0', '4', 'r1')
+    """
+    env = {"RANK": spec.rank, "GROUP_RANK": 0, "ROLE_RANK": spec.rank, "ROLE_NAME": "default",
+           "LOCAL_WORLD_SIZE": spec.n_ranks, "WORLD_SIZE": spec.n_ranks, "GROUP_WORLD_SIZE": 1,
+           "ROLE_WORLD_SIZE": spec.n_ranks, "MASTER_ADDR": "127.0.0.1", "TORCHELASTIC_RESTART_COUNT": 0,
+           "TORCHELASTIC_MAX_RESTARTS": 0, "TORCHELASTIC_RUN_ID": spec.run_id,
+           "TORCHELASTIC_USE_AGENT_STORE": "True",
+           "TORCH_NCCL_ASYNC_ERROR_HANDLING": os.environ.get("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"),
+           "LOCAL_RANK": spec.rank, "COMMLAB_LAUNCHED": 1}
+    return {k: str(v) for k, v in env.items()}
+
+
+def _threads(spec: RankSpec) -> None:
+    """One OpenMP thread per rank when several ranks share the machine and the user set none, as torchrun
+    does (torch/distributed/run.py: ``OMP_NUM_THREADS=1`` when it is unset and ``--nproc-per-node`` > 1).
+    A forked rank's OpenMP runtime has already read the variable in the parent, so torch is told directly."""
+    if "OMP_NUM_THREADS" in os.environ or spec.n_ranks <= 1:
+        return
+    os.environ["OMP_NUM_THREADS"] = "1"
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
+
+
 def _prepare(spec: RankSpec) -> None:
-    """Environment of a launched rank (the variables torchrun would set), stack dumps, orphan watchdog."""
-    env = {"RANK": spec.rank, "WORLD_SIZE": spec.n_ranks, "LOCAL_RANK": spec.rank,
-           "LOCAL_WORLD_SIZE": spec.n_ranks, "MASTER_ADDR": "127.0.0.1", "COMMLAB_LAUNCHED": 1}
-    os.environ.update({k: str(v) for k, v in env.items()})
+    """Environment of a launched rank (what torchrun would set), stack dumps, orphan watchdog."""
+    os.environ.update(worker_environment(spec))
+    _threads(spec)
     if spec.loopback is not None:
         os.environ.setdefault("GLOO_SOCKET_IFNAME", spec.loopback)
         os.environ.setdefault("NCCL_SOCKET_IFNAME", spec.loopback)
@@ -139,19 +189,57 @@ def _prepare(spec: RankSpec) -> None:
 
 
 def _exit_when_orphaned(parent_pid: int) -> None:
-    """A rank whose launcher died (a restarted notebook kernel) exits instead of lingering."""
+    """A rank whose launcher died (a restarted notebook kernel) exits instead of lingering, and ends the
+    processes it started (its process group: every rank leads its own, :mod:`commlab.launch.procs`)."""
     while os.getppid() == parent_pid:
         time.sleep(0.5)
+    if hasattr(os, "killpg") and os.getpgid(0) == os.getpid():
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            os.killpg(os.getpid(), signal.SIGTERM)
+        except OSError:
+            pass
     os._exit(ORPHAN_EXIT_CODE)
 
 
+def loopback_store_server(timeout: timedelta):
+    """A TCPStore server listening on 127.0.0.1 only, on a port the system picks.
+
+    ``TCPStore("127.0.0.1", 0, is_master=True)`` binds the server to every interface (``*:PORT``, IPv4 and
+    IPv6): the host name is only where clients connect. A socket bound to 127.0.0.1:0 and handed over with
+    ``master_listen_fd`` keeps it on loopback (torch.distributed.TCPStore's ``master_listen_fd``: "a socket
+    already bound to ``port``"; the libuv server, torch's default since 2.4, listens on it). The store takes
+    the descriptor over (``detach``). A torch without ``master_listen_fd`` gets a plain store and a warning.
+    """
+    import socket
+
+    import torch.distributed as dist
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        store = dist.TCPStore("127.0.0.1", port, None, True, timeout=timeout, wait_for_workers=False,
+                              master_listen_fd=sock.fileno(), use_libuv=True)
+    except TypeError:  # a torch older than master_listen_fd
+        sock.close()
+        print("commlab.launch: this torch cannot bind its TCPStore to 127.0.0.1 only (no master_listen_fd); "
+              "the rendezvous store listens on every interface", file=sys.stderr)
+        return dist.TCPStore("127.0.0.1", 0, None, True, timeout=timeout, wait_for_workers=False)
+    except BaseException:
+        sock.close()
+        raise
+    sock.detach()  # the store's server owns the descriptor now
+    return store
+
+
 def _store(spec: RankSpec, inbox: Inbox, res_fd: int):
-    """Rank 0 hosts the store and tells the launcher its port; the others wait for that port."""
+    """Rank 0 hosts the store on 127.0.0.1 and tells the launcher its port; the others wait for that port."""
     import torch.distributed as dist
 
     timeout = timedelta(seconds=spec.timeout_s)
     if spec.rank == 0:
-        store = dist.TCPStore("127.0.0.1", 0, None, True, timeout=timeout, wait_for_workers=False)
+        store = loopback_store_server(timeout)
         write_message(res_fd, ("port", store.port))
     else:
         _, port = inbox.next(spec.timeout_s)
@@ -165,8 +253,6 @@ def _call_in_group(fn, args, kwargs, spec: RankSpec, inbox: Inbox, res_fd: int):
     import torch.distributed as dist
 
     timeout = timedelta(seconds=spec.timeout_s + GROUP_TIMEOUT_MARGIN_S)
-    if "OMP_NUM_THREADS" not in os.environ:  # as torchrun does: the ranks share the cores
-        torch.set_num_threads(max(1, (os.cpu_count() or 1) // spec.n_ranks))
     provide_new_names()  # dist.all_gather_single / reduce_scatter_single on a torch older than 2.13
     store = _store(spec, inbox, res_fd)
     if spec.backend == "nccl":

@@ -4,7 +4,8 @@ Collective, in order of trust: the caller; a ``# collective:`` comment; nccl-tes
 ``# Collective test starting: X_perf``; a command line naming ``X_perf``; the columns. The columns separate
 the families by ``redop`` (reducing or not), ``root`` (-1 or a rank) and ``size / (count * itemsize)``
 (1, or N where the `size` column is the whole buffer); inside a family (all_gather / all_to_all,
-gather / scatter) the table is nearly silent (alltoall prints ``N/A`` for its in-place check), but the bus factor (N-1)/N is the same, so every check still holds.
+gather / scatter) the table is nearly silent (alltoall prints ``N/A`` for its in-place check), but the bus
+factor (N-1)/N is the same, so every check still holds.
 
 Ranks: the caller; the ``# Rank`` lines of ``# Using devices`` (one per rank); a ``# nranks:`` comment;
 ``nThread x nGpus`` of the preamble when no rank lines were printed (one process assumed).
@@ -21,6 +22,32 @@ from commlab.nccl.table import ITEMSIZE
 _PERF = re.compile(r"\b(all_reduce|all_gather|reduce_scatter|broadcast|reduce|alltoall|gather|scatter|"
                    r"sendrecv)_perf\b")
 _STARTING = re.compile(r"Collective test starting:\s*(\w+)")
+
+
+def starting_collective(text: str) -> str | None:
+    """The collective of nccl-tests' ``# Collective test starting: X_perf`` line, else None.
+
+    >>> starting_collective("# Collective test starting: all_gather_perf"), starting_collective("# size")
+    ('all_gather', None)
+    """
+    match = _STARTING.search(text)
+    if match is None:
+        return None
+    try:
+        return canonical(match.group(1).removesuffix("_perf"))
+    except CommlabError:
+        return match.group(1)
+
+
+def metadata_collective(text: str) -> str | None:
+    """The collective of a fixture's ``# collective: X`` line, else None."""
+    match = re.match(r"^#\s*collective:\s*(\w+)", text)
+    if match is None:
+        return None
+    try:
+        return canonical(match.group(1))
+    except CommlabError:
+        return match.group(1)
 
 
 def collective_from_text(comments: list[str], metadata: dict[str, str], all_text: list[str]) -> str | None:

@@ -138,26 +138,46 @@ def _check_args(op: str, n_ranks: int, rows, devices) -> str:
     return name
 
 
+def format_avg_line(rows: Sequence[Row], min_busbw_GBps: float | None = None) -> str:
+    """``# Avg bus bandwidth    : %g``, with nccl-tests' ``OK`` / ``FAILED`` when a minimum is given
+    (``NCCL_TESTS_MIN_BW``: FAILED under 90 % of it; ``writeResultFooter`` in ``src/util.cu``).
+
+    >>> row = Row(8, 2, "float", "sum", -1, Measure(10.0, 1.0, 2.0, 0))
+    >>> format_avg_line([row]), format_avg_line([row], 2.5), format_avg_line([row], 2.2)
+    ('# Avg bus bandwidth    : 2', '# Avg bus bandwidth    : 2 FAILED', '# Avg bus bandwidth    : 2 OK')
+    """
+    line = "# %-20s : %g" % ("Avg bus bandwidth", avg_busbw_GBps(rows))
+    if min_busbw_GBps is None:
+        return line
+    return line + (" FAILED" if avg_busbw_GBps(rows) < min_busbw_GBps * 0.9 else " OK")
+
+
 def format_table(op: str, n_ranks: int, rows: list[Row], *, preamble: dict | None = None,
-                 devices: list[str] | None = None) -> str:
+                 devices: list[str] | None = None, first_line: str | None = None, note: str | None = None,
+                 min_busbw_GBps: float | None = None) -> str:
     """The whole nccl-tests output for ``rows`` of collective ``op`` over ``n_ranks`` ranks.
 
     ``preamble`` holds the ``# nThread`` fields (keys ``n_threads``, ``n_gpus``, ``min_bytes``, ``max_bytes``,
     ``step``, ``warmup_iters``, ``iters``, ``agg_iters``, ``validation``, ``graph``); without it the line is
     left out rather than invented. ``devices`` describes each rank (see :func:`format_device`); the
     ``# Using devices`` block always has one line per rank, which is how a reader learns ``n_ranks``.
+    ``first_line`` goes first (nccl-tests' ``# nccl-tests version ...`` line), ``note`` (a ``#`` line) after
+    the rows, ``min_busbw_GBps`` adds OK / FAILED to the average (:func:`format_avg_line`).
     """
     name = _check_args(op, n_ranks, rows, devices)
     binary = PERF_BINARY.get(name, name) + "_perf"
-    lines = [f"# Collective test starting: {binary}"]
+    lines = [first_line] if first_line else []
+    lines.append(f"# Collective test starting: {binary}")
     if preamble is not None:
         lines.append(format_preamble(preamble, rows))
     lines += ["#", "# Using devices"]
     lines += [format_device(r, None if devices is None else devices[r]) for r in range(n_ranks)]
     lines += ["#", *HEADER_LINES]
     lines += [format_row(r) for r in rows]
+    if note:
+        lines.append(note)
     wrong = out_of_bounds(rows)
     lines.append("# %-20s : %d %s" % ("Out of bounds values", wrong, "FAILED" if wrong else "OK"))
-    lines.append("# %-20s : %g" % ("Avg bus bandwidth", avg_busbw_GBps(rows)))
+    lines.append(format_avg_line(rows, min_busbw_GBps))
     lines += ["#", f"# Collective test concluded: {binary}"]
     return "\n".join(lines) + "\n"

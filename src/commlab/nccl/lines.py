@@ -21,6 +21,8 @@ _HOST_PREFIX = re.compile(r"^[A-Za-z][\w.\-]*:\s")
 _NCCL_DEBUG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE|ABORT)\b")
 _ELISION = re.compile(r"^\s*(?:\.\.\.+|\u2026)\s*$")
 _ROW_START = re.compile(r"^\s*\d")
+#: A table row begins with two whole numbers (size, count); an NCCL debug line with ``host:pid:tid``.
+_ROW_HEAD = re.compile(r"^\s*\d+\s+\d+\s")
 
 #: The kinds :func:`classify` returns.
 KINDS = ("blank", "comment", "row", "nccl_debug", "elision", "other")
@@ -59,11 +61,16 @@ def strip_prefix(raw: str) -> str:
 
 def kind_of(text: str) -> str:
     """What a prefix-free line is: blank, comment (``#``), row (starts with a digit), nccl_debug, elision,
-    or other (launcher noise, warnings from other tools)."""
+    or other (launcher noise, warnings from other tools). A row with an NCCL message glued to its end (two
+    processes writing to one stream) is a row: :func:`glued_message` finds the message.
+
+    >>> kind_of("  8  2  float  sum  -1  9.1  0.00  0.00  0 host:1:2 [0] NCCL WARN x"), kind_of("h:1:2 [0] NCCL INFO y")
+    ('row', 'nccl_debug')
+    """
     stripped = text.strip()
     if not stripped:
         return "blank"
-    if _NCCL_DEBUG.search(text):
+    if _NCCL_DEBUG.search(text) and not _ROW_HEAD.match(text):
         return "nccl_debug"
     if stripped.startswith("#"):
         return "comment"
@@ -72,6 +79,25 @@ def kind_of(text: str) -> str:
     if _ROW_START.match(text):
         return "row"
     return "other"
+
+
+def split_glued(text: str) -> tuple[str, str | None]:
+    """(the row, the NCCL debug message glued to its end, from its ``host:pid:tid`` token on, or None).
+
+    >>> split_glued("  8  2  float  sum  -1  9.1  0.00  0.00  0 node7:11:12 [0] NCCL WARN Call to ibv failed")
+    ('  8  2  float  sum  -1  9.1  0.00  0.00  0', 'node7:11:12 [0] NCCL WARN Call to ibv failed')
+    """
+    match = _NCCL_DEBUG.search(text)
+    if match is None or not _ROW_HEAD.match(text):
+        return text, None
+    cut = match.start()
+    while True:  # back over the message's own "host:pid:tid [dev]" prefix
+        head = text[:cut].rstrip()
+        last = head.split()[-1] if head.split() else ""
+        if not (last.startswith("[") or ":" in last):
+            break
+        cut = len(head) - len(last)
+    return text[:cut].rstrip(), text[cut:].strip()
 
 
 def classify(text: str) -> list[Line]:

@@ -1,23 +1,32 @@
 """Read an nccl-tests log (modern or legacy, wrapped by a launcher or not) into rows and what they mean.
 
-``parse_log`` keeps every row it can read, reports every row-like line it cannot (with its line number), and
-checks each row against nccl-tests' rule ``busbw = algbw * F(n)`` (NCCL_TESTS.md "Bandwidths", F from
+``parse_log`` keeps every row it can read, reports every row-like line it cannot (with its line number and
+why: too few columns, ``nan``, a negative time, an NCCL message glued to it), and checks each row against
+nccl-tests' rule ``busbw = algbw * F(n)`` (NCCL_TESTS.md "Bandwidths", F from
 :func:`commlab.collectives.busbw_factor`). Legacy all_gather / reduce_scatter runs (before 2020-06-19) print
 ``algbw = S(n-1)/n/t`` and ``busbw = algbw``; the reader recognises that rule from the numbers.
+
+It does not misread in silence (:mod:`commlab.nccl.segments`): the header's units are read (``(ms)``,
+``(MB/s)`` are converted), rows whose algbw is not size / time are refused, repeated tables are read once or
+the first of them with a note, and interleaved rows or two collectives in one file are refused with a
+CommlabError naming the lines.
 """
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, replace
 
 from commlab.collectives import busbw_factor, canonical
 from commlab.errors import CommlabError, check_n_ranks
 from commlab.nccl import detect
 from commlab.nccl.comments import Comments, read_comment
 from commlab.nccl.format import avg_busbw_GBps, out_of_bounds
-from commlab.nccl.lines import Line, classify
+from commlab.nccl.lines import Line, classify, split_glued
 from commlab.nccl.records import Row
-from commlab.nccl.table import Layout, ParsedRow, layout_from_header, layout_from_tokens, parse_row
+from commlab.nccl.segments import check_units, one_table, split_tables
+from commlab.nccl.table import (Layout, ParsedRow, layout_from_header, layout_from_tokens, parse_row,
+                                units_from_header)
 
 FORMATS = ("modern", "legacy")
 
@@ -83,6 +92,8 @@ class _Reading:
     row_lines: list[int]
     unreadable: list[tuple[int, str]]
     notes: list[str]
+    breaks: list[tuple[int, str | None]] = field(default_factory=list)
+    """(line, collective or None) of header and ``# Collective test starting`` lines: where tables start."""
 
     @property
     def format(self) -> str:
@@ -103,25 +114,72 @@ def _line_notes(lines: list[Line]) -> list[str]:
     return notes
 
 
-def _read_lines(lines: list[Line]) -> _Reading:
-    comments, header = Comments(), None
+def _break_of(text: str) -> tuple[bool, str | None]:
+    """(starts a table, collective named): a header line, nccl-tests' ``Collective test starting`` or a
+    fixture's ``# collective:`` line."""
+    starting = detect.starting_collective(text) or detect.metadata_collective(text)
+    return (starting is not None or layout_from_header(text) is not None), starting
+
+
+def _header(lines: list[Line], reading: _Reading) -> Layout | None:
+    """Read the comments into ``reading``; the layout named by the first header line, with its units."""
+    header, units = None, None
     for line in lines:
-        if line.kind == "comment":
-            header = header or layout_from_header(line.text)
-            read_comment(line.text, comments)
-    layout, in_place = _table_layout(lines, header)
-    reading = _Reading(comments, layout, [], [], [], [])
-    for line in lines:
-        if line.kind != "row":
+        if line.kind != "comment":
             continue
-        try:
-            reading.parsed.append(parse_row(line.text, layout, in_place))
-            reading.row_lines.append(line.number)
-        except ValueError as exc:
-            reading.unreadable.append((line.number, line.raw))
-            reading.notes.append(f"line {line.number}: row not read ({exc})")
+        header = header or layout_from_header(line.text)
+        units = units or units_from_header(line.text)
+        read_comment(line.text, reading.comments)
+        starts, name = _break_of(line.text)
+        if starts:
+            reading.breaks.append((line.number, name))
+    if header is not None and units is not None:
+        header = replace(header, time_scale_us=units[0], bw_scale_GBps=units[1])
+    if units is not None and units != (1.0, 1.0):
+        reading.notes.append(f"units from the header: time x {units[0]:g} -> us, bandwidth x {units[1]:g} -> GB/s")
+    return header
+
+
+def _read_row(line: Line, reading: _Reading, in_place: bool) -> None:
+    text, glued = split_glued(line.text)
+    try:
+        parsed = parse_row(text, reading.layout, in_place)
+    except ValueError as exc:
+        why = f"{exc}; an NCCL message is glued to it: {glued[:80]!r}" if glued else str(exc)
+        reading.unreadable.append((line.number, line.raw))
+        reading.notes.append(f"line {line.number}: row not read ({why})")
+        return
+    reading.parsed.append(parsed)
+    reading.row_lines.append(line.number)
+    if glued:
+        reading.notes.append(f"line {line.number}: an NCCL message is glued to the end of this row (read without "
+                             f"it): {glued[:100]!r}")
+
+
+def _read_lines(lines: list[Line]) -> _Reading:
+    reading = _Reading(Comments(), Layout(), [], [], [], [])
+    header = _header(lines, reading)
+    reading.layout, in_place = _table_layout(lines, header)
+    for line in lines:
+        if line.kind == "row":
+            _read_row(line, reading, in_place)
     reading.notes += _line_notes(lines)
     return reading
+
+
+def _one_table(reading: _Reading) -> bool:
+    """Keep the rows of one sweep (see commlab.nccl.segments); True when tables that differ from it were left
+    out (then the footer, which belongs to the last, is not this table's)."""
+    rows = [p.row for p in reading.parsed]
+    tables = split_tables(rows, reading.row_lines, reading.breaks)
+    table, note = one_table(rows, tables)
+    if note is not None:
+        reading.notes.append(note)
+    if table is None or len(tables) == 1:
+        return False
+    reading.parsed = reading.parsed[table.start:table.stop]
+    reading.row_lines = reading.row_lines[table.start:table.stop]
+    return any(t.rows(rows) != table.rows(rows) for t in tables)
 
 
 def _choose_collective(caller: str | None, comments: Comments, lines: list[Line], rows: list[Row],
@@ -158,7 +216,7 @@ def _choose_n(caller: int | None, comments: Comments, rows: list[Row], collectiv
 
 
 def _check_busbw(parsed: list[ParsedRow], row_lines: list[int], collective: str | None, n: int | None,
-                 rule: str, layout_head: int) -> list[int]:
+                 rule: str, layout: Layout) -> list[int]:
     """Line numbers of rows where busbw differs from algbw * F(n) by more than the printing precision."""
     if collective is None or n is None:
         return []
@@ -168,20 +226,26 @@ def _check_busbw(parsed: list[ParsedRow], row_lines: list[int], collective: str 
         for k, m in enumerate((p.row.oop, p.row.ip)):
             if m is None:
                 continue
-            alg_tok, bus_tok = p.tokens[layout_head + 4 * k + 1], p.tokens[layout_head + 4 * k + 2]
-            tol = detect.half_unit(alg_tok) * factor + detect.half_unit(bus_tok) + 1e-9
+            alg_tok, bus_tok = p.tokens[layout.n_head + 4 * k + 1], p.tokens[layout.n_head + 4 * k + 2]
+            scale = layout.bw_scale_GBps
+            tol = (detect.half_unit(alg_tok) * factor + detect.half_unit(bus_tok)) * scale + 1e-9
             if abs(m.busbw_GBps - m.algbw_GBps * factor) > tol:
                 bad.append(number)
                 break
     return bad
 
 
-def _footer_values(comments: Comments, rows: list[Row]) -> tuple[float | None, int | None]:
-    """(avg busbw, out-of-bounds count): the footer's where printed, else computed from the rows."""
-    avg = comments.avg_busbw_GBps
+def _footer_values(comments: Comments, rows: list[Row], trusted: bool,
+                   notes: list[str]) -> tuple[float | None, int | None]:
+    """(avg busbw, out-of-bounds count): the footer's where printed (and ``trusted``: one table was read),
+    else computed from the rows. A footer that is not a finite number is noted and not used."""
+    avg = comments.avg_busbw_GBps if trusted else None
+    if avg is not None and not math.isfinite(avg):
+        notes.append(f"the footer's 'Avg bus bandwidth' is {avg}: not used; the mean of the rows is given instead")
+        avg = None
     if avg is None and rows:
         avg = avg_busbw_GBps(rows)
-    oob = comments.out_of_bounds
+    oob = comments.out_of_bounds if trusted else None
     if oob is None and any(m is not None and m.wrong is not None for r in rows for m in (r.oop, r.ip)):
         oob = out_of_bounds(rows)
     return avg, oob
@@ -194,7 +258,7 @@ def _check_rows(reading: _Reading, name: str | None, n: int | None) -> tuple[str
     if rule == "legacy":
         reading.notes.append("legacy bandwidth rule: algbw = S(n-1)/n/t and busbw = algbw "
                              "(nccl-tests before 2020-06)")
-    mismatches = _check_busbw(reading.parsed, reading.row_lines, name, n, rule, reading.layout.n_head)
+    mismatches = _check_busbw(reading.parsed, reading.row_lines, name, n, rule, reading.layout)
     if mismatches:
         reading.notes.append(f"{len(mismatches)} row(s) with busbw != algbw * F(n), first at line "
                              f"{mismatches[0]}: check n_ranks and the collective")
@@ -209,14 +273,17 @@ def parse_log(text: str, n_ranks: int | None = None, collective: str | None = No
         raise CommlabError(f"parse_log needs the log as text (str), got {type(text).__name__}")
     lines = classify(text)
     reading = _read_lines(lines)
+    others_left_out = _one_table(reading)
     comments, rows = reading.comments, [p.row for p in reading.parsed]
+    check_units(rows, reading.row_lines)
     name, candidates = _choose_collective(collective, comments, lines, rows, reading.notes)
     n = _choose_n(n_ranks, comments, rows, name, reading.notes)
     rule, mismatches = _check_rows(reading, name, n)
-    avg, oob = _footer_values(comments, rows)
+    avg, oob = _footer_values(comments, rows, not others_left_out, reading.notes)
     return NcclTestsLog(
         collective=name, n_ranks=n, format=reading.format, rows=rows, unreadable=reading.unreadable,
         preamble=comments.preamble, avg_busbw_GBps=avg, out_of_bounds=oob, notes=reading.notes,
         row_lines=reading.row_lines, bandwidth_rule=rule, busbw_mismatches=mismatches,
         legacy_errors=[p.errors for p in reading.parsed], metadata=comments.metadata, devices=comments.devices,
-        footer_avg_busbw_GBps=comments.avg_busbw_GBps, collective_candidates=candidates)
+        footer_avg_busbw_GBps=comments.avg_busbw_GBps if avg == comments.avg_busbw_GBps else None,
+        collective_candidates=candidates)

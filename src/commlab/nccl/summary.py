@@ -21,6 +21,7 @@ what to hold against a link's unidirectional bandwidth"). Thresholds, from the r
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from commlab.errors import CommlabError
@@ -84,18 +85,37 @@ def fit_rows(rows: list[Row]):
     return fit_alpha_beta(nbytes, t_s)
 
 
+def _check_readable(log: NcclTestsLog) -> None:
+    """CommlabError when most row-like lines could not be read: a peak, a fit and a verdict from the few
+    that could would describe a run that is mostly not there."""
+    bad = len(log.unreadable)
+    if bad and bad >= len(log.rows):
+        number, text = log.unreadable[0]
+        why = next((n.split("(", 1)[1].rstrip(")") for n in log.notes if n.startswith(f"line {number}: row not read")),
+                   "see the notes")
+        raise CommlabError(
+            f"{bad} of {bad + len(log.rows)} table rows could not be read (first at line {number}: {why}): no "
+            "summary or verdict from the few that could; fix or cut the unreadable lines")
+
+
+def _finite_or_none(value) -> float | None:
+    return float(value) if value is not None and math.isfinite(float(value)) else None
+
+
 def summarize(log: NcclTestsLog) -> Summary:
-    """The :class:`Summary` of a parsed log; CommlabError when it has no rows."""
+    """The :class:`Summary` of a parsed log; CommlabError when it has no rows, or when most of its rows could
+    not be read."""
     rows = log.rows
     peak = peak_busbw_GBps(rows)
+    _check_readable(log)
     fit = fit_rows(rows)
     avg = log.avg_busbw_GBps if log.avg_busbw_GBps is not None else avg_busbw_GBps(rows)
     return Summary(
         collective=log.collective, n_ranks=log.n_ranks, format=log.format, n_rows=len(rows),
         peak_busbw_GBps=peak, peak_size_bytes=min(r.size_bytes for r in rows if _best_busbw(r) == peak),
         half_peak_size_bytes=half_peak_size_bytes(rows),
-        alpha_s=None if fit is None else float(fit.alpha_s),
-        beta_s_per_byte=None if fit is None else float(fit.beta_s_per_byte), avg_busbw_GBps=float(avg))
+        alpha_s=None if fit is None else _finite_or_none(fit.alpha_s),
+        beta_s_per_byte=None if fit is None else _finite_or_none(fit.beta_s_per_byte), avg_busbw_GBps=float(avg))
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 * :func:`nvlink_groups`: the GPUs split into groups whose members are all joined by NVLink, largest first.
   Tensor parallelism all-reduces activations in every layer, so a TP group belongs inside one of them.
+  Polynomial for the machines that exist (each NVLink-connected part a clique); a bounded exact search, then
+  a greedy one, for anything else, so any matrix the parser accepts is answered in seconds.
 * :func:`ring_order`: a ring whose slowest hop is as fast as possible (then whose hops are fastest in sum).
   Every order is as good on an NVSwitch box, and the natural order 0..n-1 is returned there.
 * :func:`advice`: both, the ring's expected busbw (:mod:`commlab.topology.bandwidth` gives the rule), and a
@@ -21,6 +23,8 @@ from commlab.topology.model import Topology, nvlink_count
 
 _PCIE_SCORE = {"PIX": 6, "PXB": 5, "PHB": 4, "NODE": 3, "SYS": 2, "SOC": 2}
 _BRUTE_FORCE_MAX = 9  # (n-1)! orders: 40320 at n = 9, instant; larger machines get a greedy ring
+#: Search steps of the exact NVLink grouping before it gives way to a greedy one (well under a second).
+_SEARCH_BUDGET = 20_000
 
 
 def _score(relation: str) -> int:
@@ -30,28 +34,94 @@ def _score(relation: str) -> int:
 
 def nvlink_groups(topo: Topology) -> tuple[tuple[int, ...], ...]:
     """A partition of the GPUs into NVLink-connected groups, largest first (ties: lowest GPU numbers)."""
-    left, groups = set(range(topo.n_gpus)), []
-    while left:
-        best = max(_cliques(topo, left), key=lambda c: (len(c), [-i for i in c]))
+    return nvlink_grouping(topo)[0]
+
+
+def _adjacency(topo: Topology) -> dict[int, set[int]]:
+    n = topo.n_gpus
+    return {v: {u for u in range(n) if u != v and nvlink_count(topo.relation(v, u))} for v in range(n)}
+
+
+def nvlink_grouping(topo: Topology, budget: int = _SEARCH_BUDGET) -> tuple[tuple[tuple[int, ...], ...], bool]:
+    """(groups, exact). Polynomial where the NVLink graph is a union of cliques (NVSwitch boxes, NVLink
+    pairs and bridges: each connected part is its group); otherwise the largest clique of what is left, again
+    and again, by Bron-Kerbosch with Tomita's pivot and branch and bound, at most ``budget`` search steps in
+    all; past the budget the rest is grouped greedily and ``exact`` is False (a maximum clique is NP-hard)."""
+    adjacent = _adjacency(topo)
+    parts = _components(adjacent)
+    if all(all(len(adjacent[v] & p) == len(p) - 1 for v in p) for p in parts):
+        return _ordered([tuple(sorted(p)) for p in parts]), True
+    left, groups, steps = set(adjacent), [], [budget]
+    while left and steps[0] > 0:
+        best = _largest_clique(adjacent, left, steps)
+        if best is None:
+            break
         groups.append(best)
         left -= set(best)
+    exact = not left
+    groups += _greedy_cliques(adjacent, left)
+    return _ordered(groups), exact
+
+
+def _ordered(groups: list[tuple[int, ...]]) -> tuple[tuple[int, ...], ...]:
     return tuple(sorted(groups, key=lambda g: (-len(g), g)))
 
 
-def _cliques(topo: Topology, vertices: set[int]) -> list[tuple[int, ...]]:
-    """Maximal cliques of the NVLink graph on ``vertices`` (Bron-Kerbosch, 1973)."""
-    adjacent = {v: {u for u in vertices if u != v and nvlink_count(topo.relation(v, u))} for v in vertices}
-    found: list[tuple[int, ...]] = []
+def _components(adjacent: dict[int, set[int]]) -> list[set[int]]:
+    seen: set[int] = set()
+    parts = []
+    for start in sorted(adjacent):
+        if start in seen:
+            continue
+        part, todo = {start}, [start]
+        while todo:
+            for u in adjacent[todo.pop()] - part:
+                part.add(u)
+                todo.append(u)
+        seen |= part
+        parts.append(part)
+    return parts
 
-    def extend(chosen: set[int], candidates: set[int], excluded: set[int]) -> None:
+
+def _largest_clique(adjacent: dict[int, set[int]], vertices: set[int], steps: list[int]) -> tuple[int, ...] | None:
+    """The largest clique within ``vertices`` (lowest numbers on ties), or None when the budget ran out."""
+    best: list[tuple[int, ...]] = [(min(vertices),)]
+
+    def key(clique: tuple[int, ...]) -> tuple:
+        return (len(clique), [-i for i in clique])
+
+    def extend(chosen: tuple[int, ...], candidates: set[int], excluded: set[int]) -> bool:
+        steps[0] -= 1
+        if steps[0] < 0:
+            return False
         if not candidates and not excluded:
-            found.append(tuple(sorted(chosen)))
-        for v in sorted(candidates):
-            extend(chosen | {v}, candidates & adjacent[v], excluded & adjacent[v])
+            if key(tuple(sorted(chosen))) > key(best[0]):
+                best[0] = tuple(sorted(chosen))
+            return True
+        if len(chosen) + len(candidates) < len(best[0]):
+            return True  # cannot beat the best one found
+        pivot = max(candidates | excluded, key=lambda u: len(adjacent[u] & candidates))
+        for v in sorted(candidates - adjacent[pivot]):
+            if not extend(chosen + (v,), candidates & adjacent[v], excluded & adjacent[v]):
+                return False
             candidates, excluded = candidates - {v}, excluded | {v}
+        return True
 
-    extend(set(), set(vertices), set())
-    return found
+    return best[0] if extend((), set(vertices), set()) else None
+
+
+def _greedy_cliques(adjacent: dict[int, set[int]], vertices: set[int]) -> list[tuple[int, ...]]:
+    """Cliques grown greedily: the best-connected GPU first, then every GPU linked to all chosen so far."""
+    left, groups = set(vertices), []
+    while left:
+        order = sorted(left, key=lambda v: (-len(adjacent[v] & left), v))
+        clique = [order[0]]
+        for u in order[1:]:
+            if all(u in adjacent[c] for c in clique):
+                clique.append(u)
+        groups.append(tuple(sorted(clique)))
+        left -= set(clique)
+    return groups
 
 
 def ring_order(topo: Topology) -> tuple[int, ...]:
@@ -129,11 +199,15 @@ def advice(topo: Topology) -> Advice:
     """Groups, ring and plain advice for ``topo`` (an empty topology gets advice on what to do instead)."""
     from commlab.topology.sentences import sentences
 
-    groups, order = nvlink_groups(topo), ring_order(topo)
+    (groups, exact), order = nvlink_grouping(topo), ring_order(topo)
     hops = ring_hops(topo, order)
     slowest = min(hops, key=lambda h: (_score(h.relation), h.unidir_GBps or 0.0)) if hops else None
     bw = _ring_bound(hops, slowest)
     tp = len(groups[0]) if groups else 1  # groups of two or more are joined by NVLink
     rule = slowest.rule if slowest else "fewer than two GPUs: no ring"
-    return Advice(groups, order, slowest.relation if slowest else "", bw, rule, tp,
-                  sentences(topo, groups, order, tp, slowest, bw))
+    said = sentences(topo, groups, order, tp, slowest, bw)
+    if not exact:
+        said = (f"The NVLink groups of these {topo.n_gpus} GPUs were found greedily: the exact search (a largest "
+                f"clique, exponential in the worst case) stopped after {_SEARCH_BUDGET} steps, so a larger group "
+                "may exist.",) + tuple(said)
+    return Advice(groups, order, slowest.relation if slowest else "", bw, rule, tp, said)
