@@ -106,7 +106,7 @@ def _domains() -> tuple[NVLinkDomain, ...]:
                      "NVIDIA DGX H100: 8 H100 on four third-generation NVSwitch chips", 2022),
         NVLinkDomain("dgx-b200", "DGX B200: one server", 8, "nvlink5",
                      "NVIDIA DGX B200: 8 B200 on two fifth-generation NVSwitch chips", 2024),
-        NVLinkDomain("dgx-gh200", "DGX GH200: 32 nodes", 256, "nvlink4",
+        NVLinkDomain("dgx-gh200", "DGX GH200: 256 superchips", 256, "nvlink4",
                      "NVIDIA DGX GH200 (nvidia.com/en-us/data-center/dgx-gh200): 256 Grace Hopper superchips in "
                      "one NVLink domain through the NVLink Switch System", 2023),
         NVLinkDomain("gb200-nvl72", "GB200 NVL72: one rack", 72, "nvlink5",
