@@ -18,3 +18,10 @@ __all__ = [
     "pipelined_tree_all_reduce_time_s", "recursive_doubling_all_reduce_time_s", "ring_all_gather_time_s",
     "ring_all_reduce_time_s", "ring_reduce_scatter_time_s", "tree_all_reduce_time_s", "tree_depth",
 ]
+
+# Rabenseifner's halving-doubling all-reduce and log-step (PAT-style) all-gather / reduce-scatter (chapter 06)
+from commlab.cost.halving_doubling import (  # noqa: E402
+    log_step_all_gather_time_s, log_step_reduce_scatter_time_s, rabenseifner_all_reduce_time_s,
+)
+
+__all__ += ["log_step_all_gather_time_s", "log_step_reduce_scatter_time_s", "rabenseifner_all_reduce_time_s"]
