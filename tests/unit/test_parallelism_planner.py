@@ -183,3 +183,21 @@ def test_plan_errors_are_one_line(argv, needle, capsys):
     assert main(args) == 2
     err = capsys.readouterr().err
     assert needle in err and len(err.strip().splitlines()) == 1
+
+
+# --- hybrid sharding ----------------------------------------------------------------------------------
+
+def test_hsdp_sends_only_one_shard_across_nodes():
+    from commlab.parallelism import hsdp_traffic
+
+    model = ModelConfig(n_params=8 * 10**9, hidden=4096, n_layers=32, seq_len=4096, n_micro_batches=2)
+    t = hsdp_traffic(model, shard=8, replicate=4)
+    P = model.params_nbytes
+    across = t.only("HSDP replicate").bytes_per_rank_per_step
+    inside = t.only("HSDP shard").bytes_per_rank_per_step
+    assert across == pytest.approx(2 * 2 * 3 / 4 * P / 8, rel=1e-6)          # m x 2 (r-1)/r x P/s
+    assert inside == pytest.approx(2 * 3 * 7 / 8 * P, rel=1e-6)             # m x 3 (s-1)/s x P
+    full = dp_traffic(model, ParallelConfig(dp=32, zero=3)).bytes_per_rank_per_step
+    assert full == pytest.approx(2 * 3 * 31 / 32 * P, rel=1e-6) and across < full / 10
+    no_reshard = hsdp_traffic(model, shard=8, replicate=4, reshard_after_forward=False)
+    assert sum(i.primitive == "all_gather" for i in no_reshard) == 1

@@ -4,6 +4,7 @@
 * :mod:`~commlab.parallelism.strategies`: DP, ZeRO 1-3/FSDP, TP, SP, PP, EP as :class:`Traffic` per step;
 * :mod:`~commlab.parallelism.traffic`: ``TrafficItem`` / ``Traffic``: bytes per rank and time on a link;
 * :mod:`~commlab.parallelism.pipeline`: the pipeline bubble, and GPipe / 1F1B schedules laid out in time;
+* :mod:`~commlab.parallelism.hybrid`: hybrid sharding (HSDP): shard inside a node, replicate across nodes;
 * :mod:`~commlab.parallelism.context`: context parallelism (ring attention's send/recv, Ulysses' all-to-alls);
 * :mod:`~commlab.parallelism.worked`: the chapter's worked examples (DP sync of 7B/70B, TP per layer);
 * :mod:`~commlab.parallelism.memory`: model states (ZeRO) and activations (Korthikanti et al.) per GPU;
@@ -16,6 +17,7 @@ Pure layer: numpy only.
 from commlab.parallelism.catalogue import GpuSpec, ModelSpec, gpu, gpu_names, model, model_names
 from commlab.parallelism.config import CP_KINDS, RECOMPUTE, ModelConfig, ParallelConfig
 from commlab.parallelism.context import cp_traffic, kv_block_nbytes
+from commlab.parallelism.hybrid import hsdp_traffic
 from commlab.parallelism.memory import (
     MemoryBreakdown, activation_bytes_per_layer, in_flight_micro_batches, model_state_bytes,
 )
@@ -29,7 +31,7 @@ from commlab.parallelism.planner import Layout, Plan, PlanConfig, plan
 
 __all__ = [
     "CP_KINDS", "GpuSpec", "Layout", "MemoryBreakdown", "ModelSpec", "Plan", "PlanConfig", "RECOMPUTE",
-    "activation_bytes_per_layer", "cp_traffic", "gpu", "gpu_names", "in_flight_micro_batches", "kv_block_nbytes",
+    "activation_bytes_per_layer", "cp_traffic", "hsdp_traffic", "gpu", "gpu_names", "in_flight_micro_batches", "kv_block_nbytes",
     "model", "model_names", "model_state_bytes", "plan",
     "KINDS", "PRIMITIVES", "Interval", "ModelConfig", "ParallelConfig", "Traffic", "TrafficItem", "bubble_fraction",
     "bubble_ratio", "dp_traffic", "ep_traffic", "gradient_sync", "idle_share", "peak_in_flight", "pipeline_schedule",
