@@ -6,7 +6,7 @@ activations) and in step time (compute plus the communication it cannot hide); l
 cannot run, are listed with the reason instead of being ranked. ``--json`` prints ``layouts`` (ranked, best
 first), each with ``tp``, ``cp``, ``pp``, ``dp``, ``zero``, ``memory_GB`` (``parameters``, ``gradients``,
 ``optimizer_states``, ``activations``, ``total``), ``communication_s`` (seconds per step per collective, before
-overlap), ``communication`` (each item: strategy, primitive, link, calls, bytes), ``exposed_communication_s``,
+overlap, keyed "<strategy> <primitive>": "SP all_gather", "ZeRO-1 reduce_scatter", ...), ``communication`` (each item: strategy, primitive, link, calls, bytes), ``exposed_communication_s``,
 ``step_s``, ``tokens_per_s`` and ``mfu``; and ``rejected``, each with its ``reason``.
 """
 from __future__ import annotations

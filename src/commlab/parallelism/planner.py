@@ -90,9 +90,12 @@ class Layout:
         return sum(p.time_s for p in self.placed)
 
     def comm_by_collective_s(self) -> dict[str, float]:
+        """Seconds per step, before overlap, per collective: keys "<strategy> <primitive>" ("SP all_gather",
+        "ZeRO-1 reduce_scatter", "PP sendrecv", ...), so that TP's and DP's collectives stay apart."""
         out: dict[str, float] = {}
         for p in self.placed:
-            out[p.primitive] = out.get(p.primitive, 0.0) + p.time_s
+            key = f"{p.strategy} {p.primitive}"
+            out[key] = out.get(key, 0.0) + p.time_s
         return out
 
     @property
