@@ -142,7 +142,7 @@ def test_a_lone_gpu_step_is_its_flops_over_the_assumed_rate():
     fwd, bwd = flops_per_micro_batch(result.config.model, 4096, 1, "none")
     assert only.placed == () and only.step_s == pytest.approx(4 * (fwd + bwd) / (989e12 * 0.4))
     s, h, L, n = 4096, 2048, 24, 1.3e9
-    assert fwd + bwd == pytest.approx(6 * n * s + 12 * s**2 * h * L)       # Narayanan et al. SC21, eq. 3
+    assert fwd + bwd == pytest.approx(6 * n * s + 12 * s**2 * h * L)       # Korthikanti et al. 2022: 72 b s h^2 L (1 + s/6h)
 
 
 # --- the command line ---------------------------------------------------------------------------------
