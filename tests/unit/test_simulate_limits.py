@@ -48,5 +48,18 @@ def test_sizes_and_counts_beyond_the_limits_are_one_line_errors(capsys, argv, wo
 def test_building_a_ring_schedule_beyond_its_budget_is_a_commlab_error_not_a_memory_error():
     with pytest.raises(CommlabError, match="ring-all-reduce on 4096 ranks has 33,546,240 transfers.*up to 1025 ranks"):
         schedules.build("ring-all-reduce", 4096)
-    assert schedules.ring_transfers("ring-all-gather", 8) == len(schedules.build("ring-all-gather", 8).transfers())
-    assert schedules.ring_transfers("ring-all-reduce", 8) == len(schedules.build("ring-all-reduce", 8).transfers())
+    assert schedules.quadratic_transfers("ring-all-gather", 8) == len(schedules.build("ring-all-gather", 8).transfers())
+    assert schedules.quadratic_transfers("ring-all-reduce", 8) == len(schedules.build("ring-all-reduce", 8).transfers())
+
+
+@pytest.mark.parametrize("algorithm", ["ring-reduce-scatter", "ring-all-gather", "ring-all-reduce",
+                                       "halving-doubling-all-reduce", "pat-all-gather", "pat-reduce-scatter"])
+def test_quadratic_counts_match_the_built_schedules(algorithm):
+    for n in (1, 2, 3, 5, 6, 7, 8, 12, 16, 33):
+        assert schedules.quadratic_transfers(algorithm, n) == len(schedules.build(algorithm, n).transfers()), n
+
+
+@pytest.mark.parametrize("algorithm", ["halving-doubling-all-reduce", "pat-all-gather", "pat-reduce-scatter"])
+def test_every_quadratic_schedule_is_limited_in_simulate_with_the_limit_named(capsys, algorithm):
+    words = _one_line_error(capsys, ["simulate", algorithm, "--ranks", "4096"])
+    assert "at most 131,072" in words and f"{algorithm} is simulated on up to" in words

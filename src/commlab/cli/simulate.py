@@ -1,7 +1,8 @@
 """``commlab simulate ALGO --ranks N [--nbytes SIZE] [--json]``: print a schedule step by step.
 
 Text: one line per step listing its transfers, at most MAX_LISTED of them in all (a ring all-reduce has
-2N(N-1): up to 256 ranks; the trees, naive and recursive doubling stay far below it up to 4096 ranks).
+2N(N-1): up to 256 ranks; PAT and halving-doubling also grow as N squared; the trees, naive and recursive
+doubling stay far below it up to 4096 ranks).
 ``--json``: ``algorithm``, ``n_ranks``, ``steps`` (each a list of ``{"src", "dst", "chunk", "reduce"}``), ``bytes_sent_per_rank`` (for ``--nbytes``, default 1M) and
 ``correct`` (the schedule's result equals the numpy reference on random data).
 """
@@ -47,18 +48,18 @@ def _correct(schedule) -> bool:
 
 def _checked(algorithm: str, n_ranks: int):
     """The schedule, or CommlabError when its listing would pass MAX_LISTED."""
-    from commlab.schedules import MAX_RANKS, build, max_ring_ranks, ring_transfers
+    from commlab.schedules import MAX_RANKS, build, max_quadratic_ranks, quadratic_transfers
 
     check_n_ranks(n_ranks, 1, MAX_RANKS)
-    count = ring_transfers(algorithm, n_ranks)
+    count = quadratic_transfers(algorithm, n_ranks)
     if count is not None and count > MAX_LISTED:
         raise CommlabError(
             f"--ranks {n_ranks}: {algorithm} has {count:,} transfers on {n_ranks} ranks and commlab simulate lists "
-            f"at most {MAX_LISTED:,}, so {algorithm} is simulated on up to {max_ring_ranks(algorithm, MAX_LISTED)} "
+            f"at most {MAX_LISTED:,}, so {algorithm} is simulated on up to {max_quadratic_ranks(algorithm, MAX_LISTED)} "
             "ranks (cost at any N: commlab cost)")
     schedule = build(algorithm, n_ranks)
     listed = sum(len(step) for step in schedule.steps)
-    if listed > MAX_LISTED:  # pragma: no cover - no algorithm but the rings gets here up to 4096 ranks
+    if listed > MAX_LISTED:  # pragma: no cover - quadratic_transfers counts every algorithm that gets here
         raise CommlabError(f"--ranks {n_ranks}: {algorithm} has {listed:,} transfers; at most {MAX_LISTED:,} listed")
     return schedule
 
