@@ -50,7 +50,7 @@ _TABLE = {
     7: ("gpu=h100,gpus_per_node=8", "p5.48xlarge: 8 H100 SXM on NVSwitch (NVLS available)"),
     8: ("gpu=a100,gpus_per_node=8,nodes=2,nics_per_node=4,nic_Gbps=100,net=efa",
         "2 p4de.24xlarge: 8 A100-SXM4 on NVSwitch, 4 x 100 Gb/s EFA per node"),
-    9: ("gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400,net=efa,cpu=amd",
+    9: ("gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400,net=efa-p5,cpu=amd",
         "2 p5.48xlarge: 8 H100 SXM on NVSwitch, 32 x 100 Gb/s EFA per node, which NCCL sees as 8 x 400 Gb/s "
         "(aws-ofi-nccl RDMA protocol); AMD EPYC hosts (AWS's p5 specification)"),
     10: (None, "scatter over EFA on 2 nodes of an instance the log does not name (p4d or p4de), and scatter is "
