@@ -72,6 +72,13 @@ NET_TYPES = MappingProxyType({t.name: t for t in (
         f"{AWS_OFI}: reports 35 us on p5en/p6 (src/platform-aws.cpp:154-251); its cost model charges 18 us per "
         "network hop on p5en (src/tuner/nccl_ofi_model.cpp:30) plus the 3 us Simple completion "
         "(include/nccl_ofi_param.h:291)")),
+    NetType("gib", 0.0, 0.0, 0.0, source=(
+        "Google's gIB plugin (RDMA over RoCE on GCP A4/A3 Ultra), run with Google's tuner config "
+        "(NCCL_NET=gIB, NCCL_TUNER_CONFIG_PATH=/usr/local/gib/configs/tuner_config_a4.txtpb: "
+        "GoogleCloudPlatform/PerfKitBenchmarker perfkitbenchmarker/data/nvidia_hpl/a4.dockerfile); timed as "
+        "NCCL's IB plugin"), outside=("the protocol per size is picked by Google's tuner config "
+                                       "(tuner_config_a4.txtpb), which is not published; the model picks as NCCL "
+                                       "does")),
     NetType("tcpxo", 0.0, None, 0.0, protocols=("LL128", "Simple"), source=(
         f"{TCPXO}: the plugin reports latency 0 (tcpdirect_plugin/fastrak_offload/nccl_shim.cc:966) and Google's "
         "NCCL profile for it turns LL off (tcpxo_scripts/nccl-env-profile.sh:51, NCCL_PROTO=Simple,LL128)"),
