@@ -21,7 +21,7 @@ host-side launch costs are of the same size: 4-6 us per kernel submission throug
 microseconds" on the CPU side (Meta's Holistic Trace Analysis documentation, cuda_kernel_launch_stats).
 
 >>> LaunchShape(gpus_per_thread=12).floor_us
-57.24
+57.2
 >>> LaunchShape.from_preamble({"n_threads": 1, "n_gpus": 2}).gpus_per_thread
 2
 """

@@ -24,7 +24,7 @@ CPU interconnect (NCCL's own figures, topo.h) and by the shared uplink.
 >>> from commlab.cost.machine import parse_machine
 >>> rtx = parse_machine("gpu=rtx2080ti,gpus_per_node=2,pcie=3,p2p=0,path=pix")
 >>> round(shm_rate_GBps("broadcast", rtx), 2), shm_rate_GBps("all_reduce", rtx)
-(12.57, 3.87)
+(12.56, 3.87)
 """
 from __future__ import annotations
 
