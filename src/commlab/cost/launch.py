@@ -1,9 +1,9 @@
 """How a run launches its collectives: nccl-tests' ``-t`` threads of ``-g`` GPUs each, and the floor that sets.
 
 nccl-tests times ``iters`` back-to-back calls of the collective and divides the wall time by ``iters``
-(NVIDIA/nccl-tests ``src/common.cu``, ``BenchTime``: the ``for iter`` loop, then ``completeColl``). With
+(NVIDIA/nccl-tests v2.19.6 ``src/common.cu:729``, the timed ``for iter`` loop, then ``completeColl``). With
 ``-g N`` one thread drives N GPUs: each iteration it calls the collective once per GPU inside
-``ncclGroupStart``/``ncclGroupEnd`` (common.cu ``startColl``: ``for (int i = 0; i < args->nGpus; i++)``), and
+``ncclGroupStart``/``ncclGroupEnd`` (``startColl``, common.cu:540-619), and
 ``ncclGroupEnd`` launches one kernel per GPU. The host work of an iteration therefore grows with N while the GPUs
 run the previous one, so in steady state an iteration takes whichever is longer::
 

@@ -57,7 +57,7 @@ GPUS = MappingProxyType({g.name: g for g in (
 )})
 
 #: Network kinds and the latency (us) their NCCL net plugin reports, which NCCL adds to every network hop (and
-#: twice for Simple; tuning.cc:384-386). Each kind, what a hop really costs and the sources:
+#: twice for Simple; tuning.cc:389-391). Each kind, what a hop really costs and the sources:
 #: :data:`commlab.cost.networks.NET_TYPES`.
 NETS = MappingProxyType({name: t.reported_latency_us for name, t in NET_TYPES.items()})
 #: The PCIe path between two GPUs of a node, as ``nvidia-smi topo -m`` names it: behind one PCIe switch (pix),

@@ -101,7 +101,7 @@ def _alg_bw(op: str, algo: str, bus: float, n: int) -> float:
 
 def _net_hop_us(proto: str, m: Machine, real: bool) -> tuple[float, float]:
     """(latency added to every network hop, and added again for Simple), us: what the plugin reports (NCCL's
-    view, tuning.cc:384-386) or, ``real``, what the hop costs (:mod:`commlab.cost.networks`)."""
+    view, tuning.cc:389-391) or, ``real``, what the hop costs (:mod:`commlab.cost.networks`)."""
     net = NET_TYPES[m.net]
     if not real:
         return net.reported_latency_us, net.reported_latency_us

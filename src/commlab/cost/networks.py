@@ -1,7 +1,7 @@
 """Network kinds between nodes: what their NCCL net plugin tells NCCL, and what a network hop really costs.
 
 NCCL's tuner adds the latency a net plugin reports (``ncclNetProperties.latency``) to every network hop, twice
-for Simple (``tuning.cc:384-386``: ``interLat += graphs[a]->latencyInter``, then once more "for the flush").
+for Simple (``tuning.cc:389-391``: ``interLat += graphs[a]->latencyInter``, then once more "for the flush").
 Some plugins report a number meant to steer NCCL's choice rather than the hop's cost: AWS's aws-ofi-nccl
 reports 75 us on p5 while AWS's own cost model in the same plugin charges 20 us per network hop there (and 3 us
 more for Simple's completion); on p4d/p4de, which that model does not cover, the 75 us is the only figure. The predictive model therefore keeps both: NCCL *picks* with the reported

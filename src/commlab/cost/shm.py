@@ -49,7 +49,7 @@ SM_HOST_EFFICIENCY = 25.13 / (16 * 16 * 128 / 130 / 8)
 #: PCIe 3.0 behind one switch: 4.00 and 3.2-3.8 GB/s), which it was not chosen on.
 SHM_TWO_WAY_GBPS = 3.87
 
-#: Bandwidth NCCL assigns to the link between two CPUs, GB/s (NVIDIA/nccl src/graph/topo.h:25-30): Intel
+#: Bandwidth NCCL assigns to the link between two CPUs, GB/s (NVIDIA/nccl src/graph/topo.h:26-29): Intel
 #: Skylake and later UPI (SKL_QPI_BW 10.0; Broadwell's QPI is 6.0, Sapphire Rapids' 22.0), AMD (AMD_BW 16.0).
 CPU_INTERCONNECT_GBPS = MappingProxyType({"intel": 10.0, "amd": 16.0})
 
