@@ -108,7 +108,8 @@ class Machine:
     nic_Gbps: float = 0.0
     """Speed of one NIC (port NCCL sees) in Gb/s."""
     net: str = "ib"
-    """Network kind: ib, roce, socket, efa (p4d/p4de), efa-p5, efa-p5en, tcpxo (:data:`commlab.cost.networks.NET_TYPES`)."""
+    """Network kind: ib, roce, socket, efa (p4d/p4de), efa-p5, efa-p5en, gib, tcpxo
+    (:data:`commlab.cost.networks.NET_TYPES`)."""
     cpu: str = "intel"
     """CPU vendor: NCCL's cross-node LL cap and network post overhead depend on it."""
     nvls: bool | None = None

@@ -175,7 +175,8 @@ def nccl_tuning_table(op: str, m: Machine, realized: bool = False) -> dict[tuple
         bus = _bus_bw(op, algo, proto, g, m)
         if bus <= 0:
             continue
-        table[(algo, proto)] = TuningEntry(_latency_us(op, algo, proto, m, realized), _alg_bw(op, algo, bus, m.n_ranks), bus)
+        latency = _latency_us(op, algo, proto, m, realized)
+        table[(algo, proto)] = TuningEntry(latency, _alg_bw(op, algo, bus, m.n_ranks), bus)
     return table
 
 

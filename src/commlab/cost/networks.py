@@ -4,9 +4,10 @@ NCCL's tuner adds the latency a net plugin reports (``ncclNetProperties.latency`
 for Simple (``tuning.cc:389-391``: ``interLat += graphs[a]->latencyInter``, then once more "for the flush").
 Some plugins report a number meant to steer NCCL's choice rather than the hop's cost: AWS's aws-ofi-nccl
 reports 75 us on p5 while AWS's own cost model in the same plugin charges 20 us per network hop there (and 3 us
-more for Simple's completion); on p4d/p4de, which that model does not cover, the 75 us is the only figure. The predictive model therefore keeps both: NCCL *picks* with the reported
-latency, as it does, and the time of the pick is taken with the real one. :data:`NET_TYPES` lists each kind with
-its sources; ``Machine(net_latency_us=...)`` overrides the real per-hop latency for a network not listed.
+more for Simple's completion); on p4d/p4de, which that model does not cover, the 75 us is the only figure.
+The predictive model therefore keeps both: NCCL *picks* with the reported latency, as it does, and the time
+of the pick is taken with the real one. :data:`NET_TYPES` lists each kind with its sources;
+``Machine(net_latency_us=...)`` overrides the real per-hop latency for a network not listed.
 
 >>> p5 = NET_TYPES["efa-p5"]
 >>> p5.reported_latency_us, p5.hop_latency_us, p5.simple_extra_us
