@@ -5,7 +5,10 @@ not part of the timing:
 
 * leave-one-log-out: the fit's one free choice, how few rows a regime may hold (2 or 3), is chosen on 15 logs
   (most logs meeting the goals, then the least interpolation error) and scored on the 16th it never saw;
-* rows it has not seen: each log fitted on every other row, the median error on the rows left out.
+* rows it has not seen: each log fitted on every other row, the median error on the rows left out;
+* the predictive model's two measured constants (no source gives them), each chosen on some logs and held
+  against others: the SHM two-way rate (commlab.cost.shm) and the per-GPU launch cost of nccl-tests -g N
+  (commlab.cost.launch).
 
 Run: .venv/bin/python benchmarks/model_scorecard.py   (prints; not a test)
 """
@@ -60,6 +63,34 @@ def leave_one_log_out() -> None:
           f"median {100 * np.median(cv):.1f}%, worst {100 * max(cv):.1f}%")
 
 
+def _median_error(key, max_nbytes=None, min_nbytes=0):
+    from commlab.cost.fixture_machines import fixture_machine
+    from commlab.cost.launch import LaunchShape
+    from commlab.cost.nccl_predict import predict
+    from commlab.nccl import nccl_tests_log
+
+    log = parse_log(nccl_tests_log(key).read_text())
+    rows = [r for r in log.rows if r.size_bytes > min_nbytes and (max_nbytes is None or r.size_bytes <= max_nbytes)]
+    p = predict(log.collective, [r.size_bytes for r in rows], fixture_machine(key).machine,
+                launch=LaunchShape.from_log(log))
+    return float(np.median(np.abs(p.time_s * 1e6 / np.array([r.oop.time_us for r in rows]) - 1)))
+
+
+def chosen_constants() -> None:
+    from commlab.cost.launch import LAUNCH_US_PER_GPU
+    from commlab.cost.shm import SHM_TWO_WAY_GBPS
+
+    big = 64 * 2**20 - 1
+    seen = _median_error("06", min_nbytes=big)
+    held = ", ".join(f"{k} {100 * _median_error(k, min_nbytes=big):.1f}%" for k in ("14", "15"))
+    print(f"SHM two-way rate {SHM_TWO_WAY_GBPS} GB/s, chosen on 06 (>= 64 MiB error {100 * seen:.1f}%); "
+          f"held out (>= 64 MiB): {held}")
+    held = ", ".join(f"{k} {100 * _median_error(k, max_nbytes=4096):.1f}%" for k in
+                     ("14", "15", "16", "17", "20", "21", "22", "23"))
+    print(f"launch {LAUNCH_US_PER_GPU:.2f} us a GPU, chosen on 19's 0-byte rows (not scored); held out, rows "
+          f"<= 4 KiB: {held}")
+
+
 def main() -> None:
     t0 = T_START
     scores = scorecard()
@@ -68,10 +99,12 @@ def main() -> None:
     print("\n".join(lines))
     print(f"scorecard of {len(scores)} logs ({sum(sc.n_rows for sc in scores)} rows, fitted and predicted), "
           f"imports included: {elapsed:.2f} s (goal: under 5 s on 2 cores)")
-    for sc in scores:
+    for sc in scores:                    # the whole text: commlab scorecard --json, or fixture_machine(key)
         if "outside the model" in sc.machine_note:
-            print(f"  {sc.name[:2]}: outside the model: {sc.machine_note.split('outside the model: ')[1]}")
+            note = sc.machine_note.split("outside the model: ")[1]
+            print(f"  {sc.name[:2]}: outside: {note if len(note) <= 150 else note[:147] + '...'}")
     leave_one_log_out()
+    chosen_constants()
 
 
 if __name__ == "__main__":

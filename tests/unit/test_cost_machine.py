@@ -35,6 +35,10 @@ def test_defaults_come_from_the_gpu():
     ("gpu=h100,gpus_per_node=8,net=carrier-pigeon", "unknown net"),
     ("gpu=h100,gpus_per_node=8,nvswitch=maybe", "must be 1 or 0"),
     ("gpu=h100,gpus_per_node=8,nic_Gbps=-1", "nic_Gbps must be a number > 0"),
+    ("gpu=a40,gpus_per_node=2,p2p=0,path=far", "unknown path 'far'; expected one of: pix, pxb, phb, node, sys"),
+    ("gpu=h100,gpus_per_node=8,net_latency_us=-3", "net_latency_us must be a number >= 0, got '-3'"),
+    ("gpu=h100,gpus_per_node=8,net_latency_us=inf", "net_latency_us must be a number >= 0"),
+    ("gpu=h100,gpus_per_node=8,net=efa-p4", "unknown net 'efa-p4'; expected one of: ib, roce, socket, efa, efa-p5"),
     ("h100", "field=value"),
     ("", "field=value"),
 ])
@@ -59,3 +63,20 @@ def test_every_shipped_log_has_a_machine_or_a_reason(path):
     assert isinstance(m, Machine) and m.gpu in GPUS
     assert parse_log(path.read_text()).n_ranks == m.n_ranks          # the description matches the log's N
     assert parse_machine(m.describe()).resolved() == m.resolved()
+
+
+def test_new_fields_default_to_what_old_descriptions_meant():
+    """net_latency_us and path are new: left out, a description means what it meant before they existed."""
+    old = parse_machine("gpu=a100,gpus_per_node=8,nodes=2,nics_per_node=4,nic_Gbps=100,net=efa")
+    assert old.net_latency_us is None and old.path is None
+    assert old.describe() == "gpu=a100,gpus_per_node=8,nodes=2,nvlink=3,nvswitch=1,nics_per_node=4,nic_Gbps=100,net=efa"
+    assert FIELDS[-2:] == ("net_latency_us", "path")                 # appended: positional use is unchanged
+
+
+def test_new_fields_round_trip():
+    m = parse_machine("gpu=a40,gpus_per_node=2,pcie=4,p2p=0,PATH=Node")
+    assert m.path == "node" and "path=node" in m.describe()
+    n = parse_machine("gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=200,net=tcpxo,net_latency_us=0")
+    assert n.net_latency_us == 0.0 and "net_latency_us=0" in n.describe()
+    for x in (m, n):
+        assert parse_machine(x.describe()).resolved() == x.resolved()

@@ -112,3 +112,18 @@ def test_constants_name_their_source():
     assert K.BASE_LAT_US[("Tree", "LL")] == 6.8 and K.HW_LAT_US[("net", "NVLSTree", "Simple")] == 20.9
     assert K.LL_MAX_BW_GBPS[("blackwell", "n1")] == 2 * 141.0 and K.TREE_MAX_BW_PER_CH_GBPS[("hopper", "n2")] == 41.4
     json.dumps({f"{a}/{p}": v for (a, p), v in K.BASE_LAT_US.items()}, allow_nan=False)
+
+
+def test_blackwell_constants_match_tuning_cc():
+    """Issue 13 item 4, read against NVIDIA/nccl v2.30.7 tuning.cc:139-210 and topo.h:24: NVLink 5 at 40.1 GB/s
+    a link, LL on one node 2 x 141, LL128 40 a channel, Tree caps 70 / 42.8 / 24, NVLS efficiency 0.74."""
+    assert K.nvlink_bw_GBps(100) == 40.1 and K.arch_of(100) == "blackwell"
+    assert [K.LL_MAX_BW_GBPS[("blackwell", n)] for n in ("n1", "n2", "n4")] == [282.0, 90.0, 70.0]
+    assert {K.RING_LL128_MAX_BW_PER_CH_GBPS[("blackwell", n)] for n in ("n1", "n2", "n4")} == {40.0}
+    assert [K.TREE_LL128_MAX_BW_PER_CH_GBPS[("blackwell", n)] for n in ("n1", "n2", "n4")] == [55.6, 31.67, 20.0]
+    assert [K.TREE_MAX_BW_PER_CH_GBPS[("blackwell", n)] for n in ("n1", "n2", "n4")] == [70.0, 42.8, 24.0]
+    assert [K.NVLS_TREE_MAX_BW_PER_CH_GBPS[("blackwell", n)] for n in ("n1", "n2", "n4")] == [0.0, 96.0, 80.0]
+    assert K.NVLS_EFFICIENCY["blackwell"] == 0.74
+    # across nodes the LL cap follows the CPU, not the GPU (tuning.cc:270-272): an Intel B200 pair of nodes gets 39
+    b200 = parse_machine("gpu=b200,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400,net=roce")
+    assert nccl_tuning_table("all_gather", b200)[("Ring", "LL")].busbw_GBps == pytest.approx(39.0)

@@ -11,7 +11,7 @@ from commlab.cost.fixture_machines import fixture_machine
 from commlab.cost.scorecard import (
     BW_REGIME_NBYTES, FIT_MEDIAN_GOAL, FIT_P90_GOAL, PREDICTED_BW_GOAL, PREDICTED_MEDIAN_GOAL, scorecard,
 )
-from commlab.nccl import nccl_tests_log
+from commlab.nccl import nccl_tests_log, parse_log
 
 SCORES = {sc.name[:2]: sc for sc in scorecard()}
 
@@ -29,8 +29,10 @@ def test_fitted_goals_on_every_log_of_eight_rows_or_more():
         assert sc.meets_fitted_goals() is True
 
 
-#: Described logs whose run NCCL's tuning model describes: the predicted goals hold.
-WITHIN = ["01", "03", "04", "07", "08", "11", "16", "17"]
+#: Described logs whose run the predictive model describes: the goals hold (issue 13, item 2).
+WITHIN = ["01", "03", "04", "06", "07", "08", "09", "11", "14", "15", "16", "17", "20", "21", "22"]
+#: Described logs with something the model does not know; fixture_machine(key).outside_model says what.
+OUTSIDE = ["02", "05", "12", "13", "19", "23"]
 
 
 @pytest.mark.parametrize("key", WITHIN)
@@ -39,33 +41,66 @@ def test_predicted_goals_where_the_model_describes_the_run(key):
     assert fixture_machine(key).outside_model is None
     assert sc.predicted_median <= PREDICTED_MEDIAN_GOAL, sc.predicted_median
     assert sc.predicted_bw_median is None or sc.predicted_bw_median <= PREDICTED_BW_GOAL, sc.predicted_bw_median
+    assert sc.meets_predicted_goals() is True
 
 
 def test_every_described_log_is_either_within_or_says_what_is_outside():
+    described = [k for k in SCORES if fixture_machine(k).desc is not None]
+    assert sorted(WITHIN + OUTSIDE) == sorted(described) and len(described) == 21
     for key, sc in SCORES.items():
         fm = fixture_machine(key)
         if fm.desc is None:
             assert sc.predicted_median is None and "cannot be described" in sc.machine_note
-        elif key not in WITHIN:
+        elif key in OUTSIDE:
             assert fm.outside_model and "outside the model" in sc.machine_note, key
+            assert sc.meets_predicted_goals() is False, key          # a miss stated, not a pass hidden
 
 
-@pytest.mark.parametrize("key", ["09", "12", "13", "20", "21", "22"])
-def test_the_bandwidth_regime_holds_where_only_small_messages_are_outside(key):
+@pytest.mark.parametrize("key", ["12", "13"])
+def test_the_bandwidth_regime_holds_where_only_small_and_mid_sizes_are_outside(key):
     assert SCORES[key].predicted_bw_median <= PREDICTED_BW_GOAL
 
 
 @pytest.mark.parametrize("key", ["02", "05", "06", "14", "15"])
-def test_shm_staging_is_slower_than_ncclS_pcie_budget(key):
-    """P2P off: every large row takes longer than NCCL's model, which budgets the PCIe link."""
+def test_ncclS_own_estimate_budgets_shm_as_the_pcie_link(key):
+    """Why host staging had to be modelled: NCCL's own estimate of its pick is under half of every large row."""
+    from commlab.cost.nccl_predict import predict
+
     big = [r for r in SCORES[key].rows if r.size_bytes >= BW_REGIME_NBYTES]
-    assert big and all(r.predicted_time_us < 0.5 * r.measured_time_us for r in big)
+    p = predict(SCORES[key].collective, [r.size_bytes for r in big], fixture_machine(key).machine)
+    assert big and all(t < 0.5 * r.measured_time_us for t, r in zip(p.nccl_time_us, big))
 
 
 @pytest.mark.parametrize("key", ["19", "20", "21", "22", "23"])
-def test_the_single_thread_launch_floor_is_not_in_ncclS_model(key):
+def test_the_launch_floor_sets_the_small_sizes_of_the_g12_runs(key):
     first = SCORES[key].rows[0]
-    assert first.measured_time_us > 50 and first.predicted_time_us < 25
+    assert first.measured_time_us > 50 and first.predicted_time_us == pytest.approx(57.2, abs=0.1)
+    assert "nccl-tests -g 12" in SCORES[key].machine_note
+
+
+def test_fixture_19s_miss_is_the_misaligned_first_step():
+    """The in-place all_gather, whose source and destination are equally misaligned, runs at the ring rate the
+    model predicts (within 10% from 64 MiB); the out-of-place one, whose first step is not, at 0.6 of it."""
+    from commlab.cost.nccl_predict import predict
+
+    log = parse_log(nccl_tests_log(19).read_text())
+    big = [r for r in log.rows if r.size_bytes >= BW_REGIME_NBYTES]
+    t = predict("all_gather", [r.size_bytes for r in big], fixture_machine(19).machine).time_s * 1e6
+    in_place = np.array([r.ip.time_us for r in big])
+    out_of_place = np.array([r.oop.time_us for r in big])
+    assert np.median(np.abs(t / in_place - 1)) <= 0.10
+    assert 0.55 <= np.median(t / out_of_place) <= 0.65
+    assert all(r.count % 4 for r in big)                            # no block a multiple of 16 bytes
+
+
+def test_fixture_23s_miss_alternates_with_the_blocks_alignment():
+    """reduce_scatter: every step on a misaligned block is slow, so the rate follows how many blocks are: three
+    quarters when count is odd, half when count = 2 mod 4."""
+    log = parse_log(nccl_tests_log(23).read_text())
+    big = [r for r in log.rows if r.size_bytes >= BW_REGIME_NBYTES]
+    odd = [r.oop.busbw_GBps for r in big if r.count % 2]
+    even = [r.oop.busbw_GBps for r in big if r.count % 4 == 2]
+    assert odd and even and max(odd) < min(even)
 
 
 def test_json_rows_recompute_the_errors(capsys):

@@ -4,7 +4,9 @@ real NCCL curves:
 * the protocol-aware fitted model (:mod:`commlab.cost.protocol_fit`): a measured curve as up to three regimes
   (LL, LL128, Simple), each ``alpha + S / B``, with fitted boundaries;
 * the predictive model (:mod:`commlab.cost.nccl_predict`): NCCL's tuner replayed on a described
-  :class:`~commlab.cost.machine.Machine` (GPU, NVLink or PCIe, GPUs per node, NICs, nodes).
+  :class:`~commlab.cost.machine.Machine` (GPU, NVLink or PCIe, GPUs per node, NICs, nodes), with what
+  NCCL's model leaves out: host-memory staging with P2P off (:mod:`commlab.cost.shm`), each network's real hop
+  latency (:mod:`commlab.cost.networks`) and the run's launch shape (:class:`~commlab.cost.launch.LaunchShape`).
 
 :mod:`commlab.cost.scorecard` holds both against real nccl-tests logs. NCCL's simplified teaching model lives in
 :mod:`commlab.cost.nccl_model`.
@@ -16,6 +18,7 @@ from commlab.cost.alpha_beta import (
 )
 from commlab.cost.bandwidth import algbw_GBps, busbw_GBps, collective_time_s
 from commlab.cost.fit import AlphaBeta, crossover_nbytes, fit_alpha_beta
+from commlab.cost.launch import LaunchShape
 from commlab.cost.machine import Machine, parse_machine
 from commlab.cost.nccl_model import Choice, default_bus_bw_GBps, nccl_choose, nccl_time_us, switch_points
 from commlab.cost.nccl_predict import Prediction, nccl_tuning_table, predict
@@ -27,7 +30,7 @@ __all__ = [
     "crossover_nbytes", "double_tree_all_reduce_time_s", "fit_alpha_beta", "naive_all_reduce_time_s",
     "pipelined_tree_all_reduce_time_s", "recursive_doubling_all_reduce_time_s", "ring_all_gather_time_s",
     "ring_all_reduce_time_s", "ring_reduce_scatter_time_s", "tree_all_reduce_time_s", "tree_depth",
-    "Machine", "parse_machine", "Prediction", "predict", "nccl_tuning_table", "ProtocolFit", "Regime",
+    "LaunchShape", "Machine", "parse_machine", "Prediction", "predict", "nccl_tuning_table", "ProtocolFit", "Regime",
     "fit_protocol_model",
 ]
 

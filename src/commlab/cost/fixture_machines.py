@@ -35,8 +35,8 @@ class FixtureMachine:
         return None if self.desc is None else parse_machine(self.desc)
 
 
-_NO_P2P = ("P2P off: NCCL stages every byte through host memory (SHM transport), which its tuning model "
-           "budgets as the PCIe link")
+_NO_P2P = ("P2P off: NCCL stages every byte through host memory (SHM transport, commlab.cost.shm), which its "
+           "tuning model budgets as the PCIe link")
 _DGX2 = "DGX-2: V100-SXM3 on NVSwitch, 6 NVLink 2 links per GPU; 12 of its 16 GPUs"
 
 _TABLE = {
@@ -45,12 +45,14 @@ _TABLE = {
         f"DGX A100 with NCCL_P2P_DISABLE=1 (AMD EPYC hosts, PCIe Gen4); {_NO_P2P}"),
     3: ("gpu=h100,gpus_per_node=4", "DGX H100: 4 of 8 H100 SXM on NVSwitch 3 (NV18)"),
     4: ("gpu=a40,gpus_per_node=2,nvlink=3,nvswitch=0", "2 A40 PCIe cards joined by an NVLink bridge (NV4)"),
-    5: ("gpu=a40,gpus_per_node=4,pcie=4,p2p=0", f"4 A40 PCIe Gen4 across the CPU sockets (SYS); {_NO_P2P}"),
-    6: ("gpu=a40,gpus_per_node=2,pcie=4,p2p=0", f"2 A40 PCIe Gen4 under one CPU (NODE); {_NO_P2P}"),
+    5: ("gpu=a40,gpus_per_node=4,pcie=4,p2p=0,path=sys",
+        f"4 A40 PCIe Gen4 across the CPU sockets (SYS), NCCL 2.16.2; {_NO_P2P}"),
+    6: ("gpu=a40,gpus_per_node=2,pcie=4,p2p=0,path=node",
+        f"2 A40 PCIe Gen4 under one CPU (NODE), NCCL 2.16.2; {_NO_P2P}"),
     7: ("gpu=h100,gpus_per_node=8", "p5.48xlarge: 8 H100 SXM on NVSwitch (NVLS available)"),
     8: ("gpu=a100,gpus_per_node=8,nodes=2,nics_per_node=4,nic_Gbps=100,net=efa",
         "2 p4de.24xlarge: 8 A100-SXM4 on NVSwitch, 4 x 100 Gb/s EFA per node"),
-    9: ("gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400,net=efa,cpu=amd",
+    9: ("gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400,net=efa-p5,cpu=amd",
         "2 p5.48xlarge: 8 H100 SXM on NVSwitch, 32 x 100 Gb/s EFA per node, which NCCL sees as 8 x 400 Gb/s "
         "(aws-ofi-nccl RDMA protocol); AMD EPYC hosts (AWS's p5 specification)"),
     10: (None, "scatter over EFA on 2 nodes of an instance the log does not name (p4d or p4de), and scatter is "
@@ -58,16 +60,17 @@ _TABLE = {
     11: ("gpu=a100,gpus_per_node=8,nodes=2,nics_per_node=16,nic_Gbps=100,net=roce,cpu=amd",
          "2 OCI BM.GPU4.8: 8 A100-SXM4-40GB on NVSwitch, AMD EPYC hosts; its RDMA cluster network is 16 x 100 Gb/s "
          "RoCEv2 ports per node (OCI's published shape: 1.6 Tb/s), not stated in the log"),
-    12: ("gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=200,net=socket",
+    12: ("gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=200,net=tcpxo",
          "2 GCP a3-megagpu-8g: 8 H100 on NVSwitch, GPUDirect-TCPXO 8 x 200 Gb/s (a TCP plugin: no latency "
-         "reported to NCCL)"),
-    13: ("gpu=b200,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400,net=roce",
+         "reported to NCCL; Google's NCCL profile leaves LL off)"),
+    13: ("gpu=b200,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400,net=gib",
          "2 GCP A4 (a4-highgpu-8g): 8 B200 on NVLink 5 NVSwitch; 8 x 400 Gb/s RDMA NICs per node from the "
-         "published A4 machine type (the log says only 'RDMA NICs')"),
-    14: ("gpu=rtx2080ti,gpus_per_node=2,pcie=3,p2p=0", f"2 RTX 2080 Ti, PCIe Gen3 x16 (PIX); {_NO_P2P}"),
-    15: ("gpu=rtx2080ti,gpus_per_node=2,pcie=3,p2p=0", f"2 RTX 2080 Ti, PCIe Gen3 x16 (PIX); {_NO_P2P}"),
-    16: ("gpu=rtx2080ti,gpus_per_node=2,pcie=3,p2p=0", f"2 RTX 2080 Ti, PCIe Gen3 x16 (PIX); {_NO_P2P}"),
-    17: ("gpu=rtx2080ti,gpus_per_node=2,pcie=3,p2p=0", f"2 RTX 2080 Ti, PCIe Gen3 x16 (PIX); {_NO_P2P}"),
+         "published A4 machine type (the log says only 'RDMA NICs'), Google's gIB plugin (the job's image "
+         "nccl-plugin-gib-diagnostic, NCCL_NET=gIB)"),
+    14: ("gpu=rtx2080ti,gpus_per_node=2,pcie=3,p2p=0,path=pix", f"2 RTX 2080 Ti, PCIe Gen3 x16 (PIX); {_NO_P2P}"),
+    15: ("gpu=rtx2080ti,gpus_per_node=2,pcie=3,p2p=0,path=pix", f"2 RTX 2080 Ti, PCIe Gen3 x16 (PIX); {_NO_P2P}"),
+    16: ("gpu=rtx2080ti,gpus_per_node=2,pcie=3,p2p=0,path=pix", f"2 RTX 2080 Ti, PCIe Gen3 x16 (PIX); {_NO_P2P}"),
+    17: ("gpu=rtx2080ti,gpus_per_node=2,pcie=3,p2p=0,path=pix", f"2 RTX 2080 Ti, PCIe Gen3 x16 (PIX); {_NO_P2P}"),
     18: (None, "alltoall is nccl-tests' grouped send/recv, which NCCL's tuner does not model "
                "(2 RTX 2080 Ti, PCIe Gen3, P2P off)"),
     19: ("gpu=v100,gpus_per_node=12,nvswitch=1", _DGX2),
@@ -78,24 +81,31 @@ _TABLE = {
 }
 
 
-_SHM = ("NCCL budgets its SHM transport as the PCIe link (12-24 GB/s); staging through host memory delivers "
-        "1.4-5.2 GB/s of busbw here, so all-reduce and all-gather run 2.5-15x slower than the model")
-_LAUNCH = ("nccl-tests -g 12: one thread drives all 12 GPUs and launches each one's kernel; every size sits on a "
-           "~60 us floor that NCCL's model (20 us for a 12-GPU ring) does not count")
+_LEGACY = ("NCCL of the 2.5 era (nccl-tests before 2020-06: format legacy) copies a step element by element "
+           "when its source and destination differ in 16-byte alignment (NVIDIA/nccl v2.5.6 "
+           "src/collectives/device/common_kernel.h, ReduceOrCopyMulti: 'alignDiff ? Nrem'; unrolled from "
+           "v2.8.4); on 12 ranks each rank's block is count x 4 bytes with count not a multiple of 4, so ")
 #: Where the prediction misses and why (the scorecard shows it; tests hold the parts the model does cover).
 _OUTSIDE = {
-    2: _SHM, 5: _SHM, 6: _SHM, 14: _SHM, 15: _SHM,
-    9: ("small messages: NCCL's model adds the 75 us the EFA plugin reports to every network hop (175 us at 8 B); "
-        "p5 measures 65-75 us"),
-    12: ("GPUDirect-TCPXO: about 120 us per call and slow LL/LL128 up to 16 MiB; the plugin reports no latency "
-         "to NCCL, so its model (25 us, LL128 at 250 GB/s) is 3-6x too fast below 32 MiB"),
-    13: ("B200 over RoCE, all_gather: 36-47 us for small messages against NCCL's 23 us, and 1-32 MiB 25-40% "
-         "slower than NCCL's LL128 line"),
-    19: _LAUNCH + "; and this run's out-of-place all_gather (NCCL ~2.5) ran at 60% of the ring rate NCCL 2.30 "
-                  "budgets",
-    20: _LAUNCH, 21: _LAUNCH, 22: _LAUNCH,
-    23: _LAUNCH + "; and this run's reduce_scatter (NCCL ~2.5) alternated between 45 and 64 GB/s, half the "
-                  "ring rate",
+    2: ("AMD EPYC host (DGX A100, NCCL 2.16.2): SHM runs at 5.2 GB/s per GPU, 34% above the two-way rate chosen "
+        "on fixture 06 and checked on 14-15 (commlab.cost.shm), whose logs do not name their CPUs; one AMD log "
+        "cannot both choose and check a second rate"),
+    5: ("across the CPU sockets (SYS) the SHM ring runs at 1.35-1.44 GB/s per GPU, 2.7x slower than on one CPU "
+        "of the same server (fixture 06); NCCL's figures for the link between CPUs (10 GB/s Intel UPI, 16 GB/s "
+        "AMD; topo.h) do not bind, and no source found gives what does"),
+    12: ("GPUDirect-TCPXO: about 120 us per call and 3-6x slower than NCCL's LL128 line up to 16 MiB; its real "
+         "per-hop latency is published nowhere the model could find (the plugin reports 0), so small and mid "
+         "sizes are predicted with NCCL's own network latency"),
+    13: ("GCP A4 runs Google's gIB plugin with its own tuner config (tuner_config_a4.txtpb, unpublished), which "
+         "picks the protocol per size: up to 512 KiB the curve lies between NCCL's LL and LL128 lines (36-47 us "
+         "against 23 and 45), from 1 MiB on NCCL's Simple line, not the LL128 line NCCL itself would pick"),
+    19: _LEGACY + ("the first step of an out-of-place all_gather (input aligned, output not) takes the slow "
+                   "path: 0.6 of the ring rate, while the in-place column (both sides equally misaligned) runs "
+                   "at 0.93 of it; the slow path's rate is in no source, and fixtures 19 and 23 disagree on it "
+                   "(x0.15 for that step, x0.32 for reduce_scatter's), so it is not modelled"),
+    23: _LEGACY + ("every step on a misaligned block takes the slow path: 0.4-0.5 of the ring rate, alternating "
+                   "with the parity of count (half or three quarters of the blocks misaligned); the slow path's "
+                   "rate is in no source, and fixtures 19 and 23 disagree on it, so it is not modelled"),
 }
 
 

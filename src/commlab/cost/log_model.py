@@ -74,6 +74,8 @@ def _fit(s: np.ndarray, t_us: np.ndarray) -> tuple[ProtocolFit | None, str | Non
 
 
 def _prediction(log, s: np.ndarray, machine: Machine | None):
+    """The predictive model on the log's sizes, with the run's launch shape (nccl-tests' -g, read from the log)."""
+    from commlab.cost.launch import LaunchShape
     from commlab.cost.nccl_predict import OPS, predict
 
     if machine is None:
@@ -83,7 +85,7 @@ def _prediction(log, s: np.ndarray, machine: Machine | None):
                            f"(gpus_per_node x nodes = {machine.gpus_per_node} x {machine.nodes})")
     if log.collective not in OPS:
         return None, f"no prediction: {log.collective} is grouped send/recv, which NCCL's tuner does not model"
-    return predict(log.collective, s, machine), None
+    return predict(log.collective, s, machine, launch=LaunchShape.from_log(log)), None
 
 
 def _chosen(nccl, pred, i: int, label: str | None) -> dict | None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 
 from commlab.cost import nccl_constants as K
+from commlab.cost.networks import NET_TYPES
 from commlab.errors import CommlabError
 
 
@@ -55,11 +56,14 @@ GPUS = MappingProxyType({g.name: g for g in (
     Gpu("gb200", 100, 5, 18, 6, "GB200: 18 NVLink 5 links per GPU (NVL72)"),
 )})
 
-#: Network kinds and the latency (us) their NCCL net plugin reports, which NCCL adds to every network hop
-#: (and twice for Simple; tuning.cc:387-391): NCCL's own IB/RoCE and socket plugins report 0
-#: (net_ib/init.cc:558, net_socket.cc:174); AWS's aws-ofi-nccl reports 75 us on p4d/p4de/p5 and 35 us on
-#: p5en/p6 (aws/aws-ofi-nccl 2daf7d30 src/platform-aws.cpp:87-251).
-NETS = MappingProxyType({"ib": 0.0, "roce": 0.0, "socket": 0.0, "efa": 75.0, "efa-p5en": 35.0})
+#: Network kinds and the latency (us) their NCCL net plugin reports, which NCCL adds to every network hop (and
+#: twice for Simple; tuning.cc:389-391). Each kind, what a hop really costs and the sources:
+#: :data:`commlab.cost.networks.NET_TYPES`.
+NETS = MappingProxyType({name: t.reported_latency_us for name, t in NET_TYPES.items()})
+#: The PCIe path between two GPUs of a node, as ``nvidia-smi topo -m`` names it: behind one PCIe switch (pix),
+#: several switches (pxb), through the CPU's host bridge (phb), between host bridges of one CPU (node), across
+#: the CPUs' interconnect (sys). It matters where the GPUs talk through host memory (p2p=0).
+PATHS = ("pix", "pxb", "phb", "node", "sys")
 CPUS = ("intel", "amd")
 
 
@@ -104,11 +108,17 @@ class Machine:
     nic_Gbps: float = 0.0
     """Speed of one NIC (port NCCL sees) in Gb/s."""
     net: str = "ib"
-    """Network kind: ib, roce, socket, efa, efa-p5en (the latency its NCCL plugin reports, :data:`NETS`)."""
+    """Network kind: ib, roce, socket, efa (p4d/p4de), efa-p5, efa-p5en, gib, tcpxo
+    (:data:`commlab.cost.networks.NET_TYPES`)."""
     cpu: str = "intel"
     """CPU vendor: NCCL's cross-node LL cap and network post overhead depend on it."""
     nvls: bool | None = None
     """NVLink SHARP (in-switch reduction). Default: on with an NVSwitch on sm90 and later."""
+    net_latency_us: float | None = None
+    """What a network hop really adds, in us, on top of NCCL's own per-hop figure. Default: the network kind's
+    (:data:`commlab.cost.networks.NET_TYPES`); NCCL still ranks its choices with what the plugin reports."""
+    path: str | None = None
+    """PCIe path between the GPUs (:data:`PATHS`); None: not known (same CPU assumed)."""
 
     def __post_init__(self) -> None:
         if self.gpu not in GPUS:
@@ -120,8 +130,12 @@ class Machine:
                                f"nvlink={self.nvlink}")
         if self.pcie is not None and self.pcie not in K.PCIE_X16_BW_GBPS:
             raise CommlabError(f"pcie must be one of {tuple(K.PCIE_X16_BW_GBPS)}, got {self.pcie!r}")
-        if self.net not in NETS:
-            raise CommlabError(f"unknown net {self.net!r}; expected one of: {', '.join(NETS)}")
+        if self.net not in NET_TYPES:
+            raise CommlabError(f"unknown net {self.net!r}; expected one of: {', '.join(NET_TYPES)}")
+        if self.path is not None and self.path not in PATHS:
+            raise CommlabError(f"unknown path {self.path!r}; expected one of: {', '.join(PATHS)}")
+        if self.net_latency_us is not None and not self.net_latency_us >= 0:
+            raise CommlabError(f"machine field net_latency_us must be a number >= 0, got {self.net_latency_us!r}")
         if self.cpu not in CPUS:
             raise CommlabError(f"unknown cpu {self.cpu!r}; expected one of: {', '.join(CPUS)}")
         if self.nodes > 1 and not (self.nics_per_node >= 1 and self.nic_Gbps > 0):
@@ -205,6 +219,10 @@ class Machine:
             parts.append(f"cpu={self.cpu}")
         if self.nvls is not None and self.nvls != (self.has_nvswitch and self.compute_capability >= 90):
             parts.append(f"nvls={int(self.nvls)}")
+        if self.net_latency_us is not None:
+            parts.append(f"net_latency_us={self.net_latency_us:g}")
+        if self.path is not None:
+            parts.append(f"path={self.path}")
         return ",".join(parts)
 
 
@@ -223,16 +241,20 @@ _PARSERS = {
     "nodes": lambda v, n: _int(v, n, 1), "nvlink": lambda v, n: _int(v, n, 0), "nvlinks": lambda v, n: _int(v, n, 1),
     "nvswitch": _bool, "pcie": lambda v, n: _int(v, n, 1), "p2p": _bool, "nics_per_node": lambda v, n: _int(v, n, 0),
     "nvls": _bool, "net": lambda v, n: v.strip().lower(), "cpu": lambda v, n: v.strip().lower(),
+    "path": lambda v, n: v.strip().lower(), "net_latency_us": lambda v, n: _float(v, n, low=0.0),
 }
 
 
-def _float(text: str, name: str) -> float:
+def _float(text: str, name: str, low: float | None = None) -> float:
+    """A number > 0 (or >= ``low`` when given)."""
     try:
         value = float(str(text).strip())
     except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise CommlabError(f"machine field {name} must be a number > 0, got {text!r}")
+        value = float("nan")
+    ok = value > 0 if low is None else value >= low
+    if not (ok and value < float("inf")):
+        bound = "> 0" if low is None else f">= {low:g}"
+        raise CommlabError(f"machine field {name} must be a number {bound}, got {text!r}")
     return value
 
 

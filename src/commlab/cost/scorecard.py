@@ -125,6 +125,9 @@ def measured_points(log) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _predict(log, s: np.ndarray, machine: Machine | None) -> tuple[np.ndarray | None, list | None, str]:
+    """The prediction for the log's rows, with the run's launch shape (nccl-tests' ``-g``, from the log's
+    preamble or command line; :class:`~commlab.cost.launch.LaunchShape`)."""
+    from commlab.cost.launch import LaunchShape
     from commlab.cost.nccl_predict import OPS, predict
 
     if machine is None:
@@ -134,8 +137,12 @@ def _predict(log, s: np.ndarray, machine: Machine | None) -> tuple[np.ndarray | 
     if log.n_ranks is not None and log.n_ranks != machine.n_ranks:
         raise CommlabError(f"the log has {log.n_ranks} ranks but the machine {machine.describe()!r} has "
                            f"{machine.n_ranks} (gpus_per_node x nodes)")
-    p = predict(log.collective, s, machine)
-    return p.time_s * 1e6, p.pairs(), ""
+    launch = LaunchShape.from_log(log)
+    p = predict(log.collective, s, machine, launch=launch)
+    why = "" if launch is None or launch.gpus_per_thread == 1 else (
+        f"nccl-tests -g {launch.gpus_per_thread}: one thread launches {launch.gpus_per_thread} GPUs, a floor of "
+        f"{launch.floor_us:.1f} us")
+    return p.time_s * 1e6, p.pairs(), why
 
 
 def score_log(log, name: str, machine: Machine | None = None, machine_note: str = "") -> LogScore:

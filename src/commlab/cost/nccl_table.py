@@ -1,0 +1,188 @@
+"""NCCL's tuning table for a described machine: per (algorithm, protocol), a latency and a bandwidth.
+
+This is ``ncclTopoTuneModel`` (NVIDIA/nccl ``src/graph/tuning.cc:243-438``) on the channels
+:func:`~commlab.cost.nccl_graphs.nccl_graphs` finds, as NCCL computes it to *choose*; and, with
+``realized=True``, the same table as the machine *runs* it:
+
+* inside one node the channels share the GPU's links, so the data moves at the links' total (NCCL's per-link
+  figures), even where the search budgeted less;
+* with CUDA P2P off the GPUs talk through host memory (NCCL's SHM transport): the rate is
+  :func:`commlab.cost.shm.shm_rate_GBps`, not the PCIe budget NCCL plans with;
+* across nodes a network hop costs what the transport really costs (:mod:`commlab.cost.networks`), not the
+  latency its plugin reports to steer NCCL's choice.
+
+The constants and their lines are in :mod:`commlab.cost.nccl_constants`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping
+
+from commlab.collectives import canonical
+from commlab.cost import nccl_constants as K
+from commlab.cost.machine import Machine
+from commlab.cost.nccl_graphs import Graph, nccl_graphs
+from commlab.cost.networks import NET_TYPES
+from commlab.cost.shm import shm_rate_GBps
+from commlab.errors import CommlabError
+
+#: Collectives NCCL's tuner models. nccl-tests' alltoall, scatter, gather and sendrecv are grouped
+#: send/recv calls, which NCCL does not tune (no entry in tuning.cc).
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+
+
+def _nsteps(op: str, n: int) -> int:
+    """tuning.cc:289-291."""
+    return 2 * (n - 1) if op == "all_reduce" else n - 1 if op in ("all_gather", "reduce_scatter") else n
+
+
+def _log2i(x: int) -> int:
+    return int(math.floor(math.log2(x))) if x >= 1 else 0
+
+
+def _candidates(op: str, graphs: Mapping[str, Graph], m: Machine) -> list[tuple[str, str]]:
+    """The (algorithm, protocol) pairs enabled for ``op`` on ``m`` (tuning.cc:293-303, 498-541)."""
+    pairs = []
+    for algo in K.ALGOS:
+        if algo not in graphs:
+            continue
+        if op in ("broadcast", "reduce") and algo != "Ring":
+            continue
+        if op in ("all_gather", "reduce_scatter") and algo not in ("Ring", "NVLS"):
+            continue
+        if algo == "NVLSTree" and m.nodes == 1 or algo == "NVLS" and m.nodes > 1:
+            continue
+        for proto in K.PROTOS:
+            if algo in ("NVLS", "NVLSTree") and proto != "Simple":
+                continue
+            if proto == "LL128" and not (m.has_nvlink and m.compute_capability >= 70):
+                continue                                   # LL128 needs NVLink paths inside the node
+            if m.nodes > 1 and proto not in NET_TYPES[m.net].protocols:
+                continue                                   # the transport's documented NCCL_PROTO
+            pairs.append((algo, proto))
+    return pairs
+
+
+def _bus_bw(op: str, algo: str, proto: str, g: Graph, m: Machine) -> float:
+    """Bus bandwidth of one pair, GB/s (tuning.cc:306-337)."""
+    arch, ni = K.arch_of(m.compute_capability), K.nodes_index(m.nodes)
+    bw = g.bw_intra_GBps if m.nodes <= 2 else g.bw_inter_GBps
+    if algo in ("NVLS", "NVLSTree"):
+        intra = g.bw_intra_GBps * K.NVLS_EFFICIENCY[arch] * (g.n_channels - 1) / g.n_channels
+        ppn = m.gpus_per_node
+        intra *= 2.0 if op == "all_reduce" else (ppn - 1) / ppn
+        inter = g.bw_inter_GBps * (2.0 if (m.nodes <= 2 and algo == "NVLSTree") else 1.0)
+        cap = K.NVLS_TREE_MAX_BW_PER_CH_GBPS[(arch, ni)] if algo == "NVLSTree" else math.inf
+        bw = min(intra, inter, cap)
+    bus = g.n_channels * bw
+    ll_row = arch if m.nodes == 1 else K.LL_MAX_BW_CPU_ROW[m.cpu]
+    ll_max = K.LL_MAX_BW_GBPS[(ll_row, ni)]
+    if algo == "Ring" and proto == "LL":
+        bus = min(ll_max, bus * K.LL_BW_FACTOR)
+    if algo == "Ring" and proto == "LL128":
+        bus = min(bus * K.LL128_BW_FACTOR, g.n_channels * K.RING_LL128_MAX_BW_PER_CH_GBPS[(arch, ni)])
+    if algo == "Tree" and op == "all_reduce":
+        bus = min(bus * K.TREE_ALL_REDUCE_FACTOR, g.n_channels * K.TREE_MAX_BW_PER_CH_GBPS[(arch, ni)])
+    if algo == "Tree" and proto == "LL":
+        bus = min(bus * K.TREE_LL_FACTOR, ll_max)
+    if algo == "Tree" and proto == "LL128":
+        factor = K.TREE_LL128_FACTOR_ONE_NODE if m.nodes == 1 else K.TREE_LL128_FACTOR_NODES
+        bus = min(bus * factor, g.n_channels * K.TREE_LL128_MAX_BW_PER_CH_GBPS[(arch, ni)])
+    return bus
+
+
+def _alg_bw(op: str, algo: str, bus: float, n: int) -> float:
+    """Bus to algorithm bandwidth (tuning.cc:377-382)."""
+    if algo != "Ring" and op in ("all_gather", "reduce_scatter"):
+        return bus
+    return bus * (n / _nsteps(op, n) if algo in ("Ring", "NVLS", "NVLSTree") else 0.5)
+
+
+def _net_hop_us(proto: str, m: Machine, real: bool) -> tuple[float, float]:
+    """(latency added to every network hop, and added again for Simple), us: what the plugin reports (NCCL's
+    view, tuning.cc:389-391) or, ``real``, what the hop costs (:mod:`commlab.cost.networks`)."""
+    net = NET_TYPES[m.net]
+    if not real:
+        return net.reported_latency_us, net.reported_latency_us
+    if m.net_latency_us is not None:                      # the description's own figure; Simple's extra stays
+        return m.net_latency_us, net.simple_extra_us
+    return net.real_hop_us, net.real_simple_extra_us()
+
+
+def _latency_us(op: str, algo: str, proto: str, m: Machine, real: bool = False) -> float:
+    """tuning.cc:384-435; a network hop adds the net plugin's latency (reported, or ``real``: its true cost)."""
+    n, nodes, ppn = m.n_ranks, m.nodes, m.gpus_per_node
+    intra_hw = "nvlink" if m.has_nvlink else "pci"
+    lat = K.BASE_LAT_US[(algo, proto)]
+    intra = K.HW_LAT_US[(intra_hw, algo, proto)]
+    hop, simple_extra = _net_hop_us(proto, m, real)
+    inter = K.HW_LAT_US[("net", "Tree" if ppn == 1 else algo, proto)] + hop
+    if proto == "Simple":
+        inter += simple_extra
+    if algo == "Ring":
+        hw = intra_hw if nodes == 1 else "net"
+        if op in ("broadcast", "reduce"):
+            return lat + K.HW_LAT_US[(hw, "Ring", proto)]
+        overhead = 0.0 if nodes == 1 else K.NET_OVERHEAD_US[m.cpu] * (3.0 if proto == "Simple" else 1.0)
+        intra = max(intra, overhead)
+        inter_steps = 0 if nodes == 1 else 2 * (nodes - 1) if op == "all_reduce" else nodes - 1
+        return lat + (_nsteps(op, n) - inter_steps) * intra + inter_steps * inter
+    if algo == "Tree":
+        return lat + 2 * ((ppn - 1) * intra + _log2i(nodes) * inter)
+    if algo == "NVLS":
+        return intra + (inter if nodes > 1 else 0.0)
+    return lat + intra + 2 * _log2i(nodes) * inter                       # NVLSTree
+
+
+@dataclass(frozen=True)
+class TuningEntry:
+    """One cell of NCCL's tuning table: latency (us) and algorithm bandwidth (GB/s)."""
+
+    latency_us: float
+    algbw_GBps: float
+    busbw_GBps: float
+
+
+def _realized(g: Graph, m: Machine, op: str) -> Graph:
+    """The channels as they run. Inside one node a ring's or tree's channels share the GPU's links, so the data
+    moves at the links' total (NCCL's own per-link figures), even where the search budgeted less (2 x 20 GB/s
+    of an A40 bridge's 48; 12 x 30 of an H100's 370.8). With P2P off the bytes go through host memory at
+    :func:`~commlab.cost.shm.shm_rate_GBps`. Across nodes the NICs decide, as budgeted."""
+    if m.nodes > 1 or g.algo not in ("Ring", "Tree"):
+        return g
+    if not (m.has_nvlink or m.p2p):
+        speed = shm_rate_GBps(op, m) / g.n_channels
+        return Graph(g.algo, g.n_channels, speed, speed)
+    budget = g.n_channels * g.bw_intra_GBps
+    if budget >= m.intra_total_GBps:
+        return g
+    speed = m.intra_total_GBps / g.n_channels
+    return Graph(g.algo, g.n_channels, speed, speed)
+
+
+def nccl_tuning_table(op: str, m: Machine, realized: bool = False) -> dict[tuple[str, str], TuningEntry]:
+    """NCCL's table for ``op`` on ``m``: (algorithm, protocol) -> latency and bandwidth, enabled pairs only.
+    ``realized=True`` gives the bandwidths the channels reach (:func:`_realized`) and the latencies the network
+    really has (:mod:`commlab.cost.networks`) instead of NCCL's budget and its plugin's report."""
+    op = _op(op)
+    if m.n_ranks < 2:
+        raise CommlabError(f"NCCL's model needs at least 2 ranks; the machine has {m.n_ranks}")
+    graphs = nccl_graphs(m)
+    table = {}
+    for algo, proto in _candidates(op, graphs, m):
+        g = _realized(graphs[algo], m, op) if realized else graphs[algo]
+        bus = _bus_bw(op, algo, proto, g, m)
+        if bus <= 0:
+            continue
+        latency = _latency_us(op, algo, proto, m, realized)
+        table[(algo, proto)] = TuningEntry(latency, _alg_bw(op, algo, bus, m.n_ranks), bus)
+    return table
+
+
+def _op(op: str) -> str:
+    name = canonical(op)
+    if name not in OPS:
+        raise CommlabError(f"NCCL's tuner models {', '.join(OPS)}; {name!r} is grouped send/recv in nccl-tests, "
+                           f"which NCCL does not tune")
+    return name
