@@ -6,8 +6,8 @@ pair with the least predicted time (chapter 06)::
 
     time_us(algo, proto) = lat_us * n_ops + nbytes / (1000 * algbw_GBps)
 
-This module writes that model down with the constants of NCCL 2.30 (read from NVIDIA/nccl ``tuning.cc``;
-see ``/work/shared/design/NCCL_TESTS.md``). What it keeps:
+This module writes that model down with the constants of NCCL 2.30 (read from NVIDIA/nccl ``tuning.cc``,
+https://github.com/NVIDIA/nccl/blob/master/src/graph/tuning.cc). What it keeps:
 
 * base latency per (algorithm, protocol) and hardware latency per hop for NVLink, PCI and the network;
 * ring latency ``base + (nsteps - inter_steps) * intra_lat + inter_steps * inter_lat`` with
