@@ -5,8 +5,6 @@ import re
 import unicodedata
 from pathlib import Path
 
-import pytest
-
 from commlab import exercises as ex
 
 #: the seed article's "Self-check list" section, quoted in the repository
