@@ -31,7 +31,8 @@ def _current_env_kernel_manager_class():
     class CurrentEnvKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs):
             kwargs.setdefault("kernel_spec_manager", CurrentEnvSpecs())
-            kwargs.setdefault("transport_encryption", "auto" if zmq.has("curve") else "disabled")
+            if "transport_encryption" in AsyncKernelManager.class_trait_names():  # jupyter_client >= 8.9
+                kwargs.setdefault("transport_encryption", "auto" if zmq.has("curve") else "disabled")
             super().__init__(**kwargs)
 
     return CurrentEnvKernelManager
