@@ -42,21 +42,35 @@ def describe(exc: OSError, path: str | os.PathLike | None = None) -> str:
 def check_writable_dir(folder: str | os.PathLike, what: str) -> Path:
     """Create ``folder`` when missing and check that a file can be written in it, before any long work.
 
-    ``what`` names the folder in the message, e.g. "--out". A file or a device at ``folder`` (``/dev/null``),
-    a read-only or full file system: CommlabError naming the folder.
+    ``what`` names the destination in the message, e.g. "--out 'frames/'". A file or a device at ``folder``
+    (``/dev/null``), a read-only or full file system: CommlabError naming it.
     """
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
-        raise CommlabError(f"{what} {str(folder)!r} is not a folder (it is a file or a device); "
-                           f"give a folder, which is created when missing")
+        raise CommlabError(f"{what} is not a folder (it is a file or a device); give a folder, which is "
+                           f"created when missing")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".commlab-probe-", dir=folder)
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise CommlabError(f"{what} {str(folder)!r}: " + describe(exc, exc.filename or folder)) from None
+        raise CommlabError(f"{what}: " + describe(exc, folder).replace("cannot write ", "cannot write in ", 1)) \
+            from None
     return folder
+
+
+def copy_file(source: str | os.PathLike, target: str | os.PathLike) -> None:
+    """``shutil.copy2``, with a failed write as CommlabError naming ``target`` (a ``copy_function`` for
+    ``shutil.copytree`` that stops at the first failure instead of collecting one error per file)."""
+    import shutil
+
+    try:
+        shutil.copy2(source, target)
+    except OSError as exc:
+        with suppress(OSError):
+            os.unlink(target)
+        raise CommlabError(describe(exc, target)) from None
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes) -> Path:

@@ -241,7 +241,7 @@ def build(book: Book, config: BuildConfig = BuildConfig(), log: Callable[[str], 
     if problems:
         raise CommlabError("book.toml cannot be built: " + "; ".join(problems))
     require_tools(config.execute)
-    check_writable_dir(config.out_dir, "--out")
+    check_writable_dir(config.out_dir, f"--out {str(config.out_dir)!r}")
     try:
         return _write_book(book, config, log or (lambda line: None))
     except OSError as exc:

@@ -69,13 +69,11 @@ def _interval_ms(text: str) -> int:
 def _destination(out: str, kind: str) -> Path:
     """The checked destination: a writable folder for PNGs, else a file path in a writable folder."""
     if kind == "pngs":
-        return check_writable_dir(out, "--out")
+        return check_writable_dir(out, f"--out {out!r}")
     path = Path(out)
-    if path.is_dir():
-        raise CommlabError(f"--out {out!r} is a folder; give a file name ending in .html or .gif")
     if not path.parent.is_dir():
         raise CommlabError(f"the directory of --out {out!r} does not exist")
-    check_writable_dir(path.parent, "the directory of --out")
+    check_writable_dir(path.parent, f"--out {out!r}")
     return path
 
 
@@ -111,10 +109,7 @@ def run(args: argparse.Namespace) -> int:
 
     anim = ScheduleAnimation(args.algorithm, n_ranks)
     if kind == "pngs":
-        try:
-            paths = save_pngs(anim, path)
-        except OSError as exc:
-            raise CommlabError(describe(exc)) from None
+        paths = save_pngs(anim, path)
         print(f"wrote {len(paths)} PNGs (step_000.png to {paths[-1].name}) to {args.out}")
         return 0
     if kind == "html":

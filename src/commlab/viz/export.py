@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 from commlab.errors import CommlabError
+from commlab.output import write_atomic
 
 #: matplotlib refuses to embed more than this many MB in one HTML animation (rcParams animation.embed_limit).
 EMBED_LIMIT_MB = 20.0
@@ -120,7 +121,8 @@ def save_gif(anim, path: str | os.PathLike, interval_ms: int = 900, dpi: float |
 
 def save_pngs(anim, directory: str | os.PathLike) -> list[Path]:
     """Write step_000.png (the input) then one PNG per step into ``directory`` (created if needed), at
-    :data:`STATIC_DPI` (or the animation's dpi if higher), caption included."""
+    :data:`STATIC_DPI` (or the animation's dpi if higher), caption included. A failed write (a full disk) is
+    a CommlabError naming the file."""
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise CommlabError(f"save_pngs needs a directory, and {str(directory)!r} is a file")
@@ -129,7 +131,7 @@ def save_pngs(anim, directory: str | os.PathLike) -> list[Path]:
     try:
         for k in range(anim.n_steps + 1):
             path = directory / f"step_{k:03d}.png"
-            path.write_bytes(anim.set_step(k).to_png_bytes(dpi=_static_dpi(anim, None)))
+            write_atomic(path, anim.set_step(k).to_png_bytes(dpi=_static_dpi(anim, None)))
             paths.append(path)
     finally:
         anim.set_step(step)
