@@ -6,7 +6,9 @@ how the build wrote them. Executing builds start a real kernel (about a second e
 """
 from __future__ import annotations
 
+import html
 import posixpath
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -278,3 +280,13 @@ def test_ring_chapter_page_embeds_the_ring_animation(tmp_path):
     page = (tmp_path / "html" / RING_CHAPTER).with_suffix(".html").read_text()
     assert '<div class="animation">' in page, "no to_jshtml animation on the executed ring chapter's page"
     assert 'frames[1] = "data:image/' in page, "the ring animation has fewer than two frames"
+    # every exercise the chapter shows is on the page: its title and question, and how to check it
+    from commlab import exercises
+
+    code = "\n".join(c.source for c in nbformat.read(REPO / RING_CHAPTER, as_version=4).cells if c.cell_type == "code")
+    shown = sorted(set(re.findall(r'"(ch\d\d\.[a-z0-9-]+)"', code)))
+    assert shown, "the ring chapter shows no exercise"
+    text = html.unescape(page)
+    for exercise_id in shown:
+        assert f"{exercise_id}</b>: {exercises.get(exercise_id).title}<p>" in text, exercise_id
+    assert page.count(f"<strong>{NOTE_CHECK}</strong>") == len(shown)
