@@ -80,7 +80,8 @@ def test_torch_is_a_range_and_ci_pins_one_release_inside_it():
     (pin,) = [req for req in pins if req.name == "torch"]
     (exact,) = [spec.version for spec in pin.specifier if spec.operator == "=="]
     assert exact == "2.13.0" and torch.specifier.contains(exact)
-    assert Version(importlib.metadata.version("torch")).base_version == exact  # what this environment runs
+    installed = Version(importlib.metadata.version("torch")).base_version   # make: the pin; conda: its own
+    assert torch.specifier.contains(installed), f"torch {installed} is outside pyproject's {torch.specifier}"
 
 
 def test_every_pip_install_of_the_makefile_uses_the_constraints():
