@@ -167,6 +167,15 @@ def test_book_build_out_an_existing_file_or_dev_null_is_refused(tmp_path, capsys
     assert target.read_text() == "mine"
 
 
+def test_book_build_with_a_file_as_its_cache_is_refused_before_executing(tmp_path, capsys):
+    manifest = small_book(tmp_path / "book")
+    (tmp_path / "cache").write_text("not a folder")
+    assert main(["book", "--manifest", str(manifest), "build", "--execute", "--out", str(tmp_path / "html"),
+                 "--cache", str(tmp_path / "cache")]) == 2
+    err = one_line_error(capsys, "book")
+    assert "(--cache) is not a folder" in err and str(tmp_path / "cache") in err
+
+
 def test_book_build_into_a_read_only_folder_names_it_before_any_work(tmp_path, read_only, capsys):
     manifest = small_book(tmp_path / "book")
     (tmp_path / "ro").mkdir()

@@ -242,6 +242,8 @@ def build(book: Book, config: BuildConfig = BuildConfig(), log: Callable[[str], 
         raise CommlabError("book.toml cannot be built: " + "; ".join(problems))
     require_tools(config.execute)
     check_writable_dir(config.out_dir, f"--out {str(config.out_dir)!r}")
+    if config.execute:
+        check_writable_dir(config.cache_dir, f"the cache folder {str(config.cache_dir)!r} (--cache)")
     try:
         return _write_book(book, config, log or (lambda line: None))
     except OSError as exc:
