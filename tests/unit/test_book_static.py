@@ -234,3 +234,22 @@ def test_an_unchanged_notebook_is_not_executed_again_and_progress_says_so(tmp_pa
     assert (build(book, config).n_executed, runs.read_text()) == (2, "x" * 6)
     rebuilt = build(book, BuildConfig(out_dir=tmp_path / "html", execute=True, use_cache=False))
     assert (rebuilt.n_executed, rebuilt.n_cached) == (3, 0)
+
+
+def test_the_fingerprint_follows_what_notebooks_run_not_the_page_rendering(tmp_path, monkeypatch):
+    import shutil
+
+    import commlab
+    from commlab.book import cache
+
+    copy = tmp_path / "commlab"
+    shutil.copytree(Path(commlab.__file__).parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(commlab, "__file__", str(copy / "__init__.py"))
+    before = cache.package_fingerprint()
+    (copy / "book" / "widgets.py").write_text("# rendering only\n", encoding="utf-8")
+    (copy / "book" / "static" / "book.css").write_text("/* restyled */", encoding="utf-8")
+    assert cache.package_fingerprint() == before
+    (copy / "book" / "toc.py").write_text("# chapter 00 runs this in the kernel\n", encoding="utf-8")
+    after_toc = cache.package_fingerprint()
+    (copy / "cost" / "alpha_beta.py").write_text("# a model the chapters compute with\n", encoding="utf-8")
+    assert len({before, after_toc, cache.package_fingerprint()}) == 3

@@ -4,7 +4,8 @@ The key of a notebook (SHA-256) covers what its outputs depend on:
 
 * the notebook file's bytes, and the other files of its folder (the scripts a lab runs, data a chapter reads);
 * commlab's version and a fingerprint of the installed package, source and data (so an edited model or
-  figure in ``src/commlab`` executes the pages again even while the version number stays the same);
+  figure in ``src/commlab`` executes the pages again even while the version number stays the same), leaving out
+  the book's own rendering code, which runs after the kernel;
 * Python's version and those of the packages that compute or draw the outputs (torch, numpy, matplotlib,
   ipywidgets, ipykernel, nbclient, nbconvert), and whether labs run with their reference solutions.
 
@@ -24,6 +25,11 @@ from commlab.output import write_atomic
 #: Distributions whose version changes what an executed page shows.
 VERSIONED = ("torch", "numpy", "matplotlib", "ipywidgets", "ipykernel", "nbclient", "nbconvert", "nbformat")
 _SKIP_PARTS = {"__pycache__", ".ipynb_checkpoints"}
+#: Files of commlab.book that only turn executed notebooks into pages, after the kernel is gone: editing them
+#: changes no output, and every build renders every page again anyway. (manifest, toc and check run inside
+#: the kernel, in chapter 00, so they count.)
+RENDERING_ONLY = {"book/" + name for name in ("build.py", "cache.py", "layout.py", "pages.py", "preprocess.py",
+                                              "reading.py", "search.py", "widgets.py", "mathjax.py", "static")}
 
 
 def _version(dist: str) -> str:
@@ -33,20 +39,22 @@ def _version(dist: str) -> str:
         return "-"
 
 
-def _hash_files(digest, root: Path, files) -> None:
+def _hash_files(digest, root: Path, files, skip: set[str] = frozenset()) -> None:
     for path in sorted(files):
-        if path.is_file() and not _SKIP_PARTS & set(path.relative_to(root).parts):
+        parts = path.relative_to(root).parts
+        if path.is_file() and not _SKIP_PARTS & set(parts) and "/".join(parts[:2]) not in skip:
             digest.update(path.relative_to(root).as_posix().encode() + b"\0")
             digest.update(hashlib.sha256(path.read_bytes()).digest())
 
 
 def package_fingerprint() -> str:
-    """commlab's version and a hash of every file of the installed package (source and data)."""
+    """commlab's version and a hash of every file of the installed package (source and data) that a notebook
+    can run: all but :data:`RENDERING_ONLY`."""
     import commlab
 
     root = Path(commlab.__file__).resolve().parent
     digest = hashlib.sha256(commlab.__version__.encode())
-    _hash_files(digest, root, root.rglob("*"))
+    _hash_files(digest, root, root.rglob("*"), skip=RENDERING_ONLY)
     return digest.hexdigest()
 
 

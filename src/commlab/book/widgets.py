@@ -33,8 +33,9 @@ def _escape(value: object) -> str:
 def _note(text: str, download: str | None) -> str:
     how = (f'<a href="{_escape(download)}" download>download this notebook</a> and run it in JupyterLab'
            if download else "run this notebook in JupyterLab")
+    still = "" if text == NOTE_CHECK else " Here it is shown as it first appeared."
     return (f'<div class="commlab-widget-note" role="note"><strong>{_escape(text)}</strong>: {how} '
-            f"(<code>make lab</code>). The static edition shows it as it first appeared.</div>")
+            f"(<code>make lab</code>).{still}</div>")
 
 
 class _Renderer:
