@@ -7,7 +7,9 @@ The key of a notebook (SHA-256) covers what its outputs depend on:
   figure in ``src/commlab`` executes the pages again even while the version number stays the same), leaving out
   the book's own rendering code, which runs after the kernel;
 * Python's version and those of the packages that compute or draw the outputs (torch, numpy, matplotlib,
-  ipywidgets, ipykernel, nbclient, nbconvert), and whether labs run with their reference solutions.
+  ipywidgets, ipykernel, nbclient, nbconvert), whether labs run with their reference solutions, and the
+  ``COMMLAB_*`` environment the kernel inherits (``COMMLAB_LEARNER`` draws each learner's own numbers) and
+  ``CUDA_VISIBLE_DEVICES``.
 
 An entry is the executed notebook (outputs and widget state) at ``<cache>/<notebook path>.<key>.ipynb``;
 storing one removes that notebook's older entries. ``commlab book build --rebuild`` ignores the cache.
@@ -16,12 +18,16 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from commlab.output import write_atomic
 
+#: Environment variables of the kernel that change outputs, besides every ``COMMLAB_*`` one (the learner whose
+#: numbers the exercises draw, the progress file...).
+KERNEL_ENV = ("CUDA_VISIBLE_DEVICES",)
 #: Distributions whose version changes what an executed page shows.
 VERSIONED = ("torch", "numpy", "matplotlib", "ipywidgets", "ipykernel", "nbclient", "nbconvert", "nbformat")
 _SKIP_PARTS = {"__pycache__", ".ipynb_checkpoints"}
@@ -61,8 +67,10 @@ def package_fingerprint() -> str:
 def environment_salt(lab_solutions: bool) -> str:
     """Everything but the notebook that an executed page depends on, as one string (see the module)."""
     versions = ",".join(f"{dist}={_version(dist)}" for dist in VERSIONED)
+    settings = ",".join(f"{name}={value}" for name, value in sorted(os.environ.items()) if name in KERNEL_ENV
+                        or name.startswith("COMMLAB_"))
     return (f"commlab-book-cache-1|{package_fingerprint()}|python={sys.version.split()[0]}|{versions}"
-            f"|lab_solutions={bool(lab_solutions)}")
+            f"|lab_solutions={bool(lab_solutions)}|{settings}")
 
 
 def notebook_key(root: Path, notebook: str, salt: str) -> str:
