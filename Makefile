@@ -1,7 +1,13 @@
 # commlab: the two commands of the README, and a few more.
-#   make lab    create .venv, install everything, open the book in JupyterLab (127.0.0.1, with a token)
-#   make test   create .venv, install everything, run every test (unit, distributed, notebooks, browser)
-#   make book   build the static HTML edition under _build/html
+#   make lab      create .venv, install commlab with the book's tools ([book]), open the book in JupyterLab
+#                 (127.0.0.1, with a token)
+#   make test     create .venv, install commlab[book,test], run every test (unit, distributed, notebooks, browser)
+#   make book     build the static HTML edition under _build/html (notebooks whose content did not change are
+#                 not executed again; `make book BOOK_FLAGS=--rebuild` executes them all)
+#   make install  the development environment: what `make test` installs, without running anything
+# Every install uses constraints.txt (the exact torch CI tests). On a Linux machine without a GPU,
+# TORCH_INDEX=https://download.pytorch.org/whl/cpu installs torch's CPU wheel (about 200 MB) instead of PyPI's
+# CUDA build (several GB): make lab TORCH_INDEX=https://download.pytorch.org/whl/cpu
 # LAB_HOST and LAB_PORT choose where JupyterLab listens: make lab LAB_HOST=0.0.0.0 LAB_PORT=9999
 # (not HOST/PORT: tcsh exports HOST, some images export HOST=0.0.0.0 or PORT, and make would take them)
 
@@ -10,23 +16,40 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 LAB_HOST ?= 127.0.0.1
 LAB_PORT ?= 8888
-STAMP := $(VENV)/.commlab-installed
 PYTEST_WORKERS ?= 2
+CONSTRAINTS := constraints.txt
+TORCH_INDEX ?=
+BOOK_FLAGS ?=
+# one stamp per set of extras; the [book,test] install also satisfies [book]
+STAMP_BOOK := $(VENV)/.commlab-book
+STAMP_TEST := $(VENV)/.commlab-book-test
+PIP := $(PY) -m pip install --quiet -c $(CONSTRAINTS)
 
-.PHONY: install lab test test-unit test-notebooks test-browser book benchmarks clean
+.PHONY: install install-book lab test test-unit test-notebooks test-browser book benchmarks clean venv
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+venv:
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	$(if $(TORCH_INDEX),$(PIP) --index-url $(TORCH_INDEX) torch,)
 
-install: $(STAMP)
+$(STAMP_BOOK): pyproject.toml $(CONSTRAINTS)
+	$(MAKE) venv
+	$(PIP) -e '.[book]'
+	touch $(STAMP_BOOK)
+
+$(STAMP_TEST): pyproject.toml $(CONSTRAINTS)
+	$(MAKE) venv
+	$(PIP) -e '.[book,test]'
+	touch $(STAMP_BOOK) $(STAMP_TEST)
+
+install-book: $(STAMP_BOOK)
+
+install: $(STAMP_TEST)
 
 # JupyterLab refuses to run as root without --allow-root (containers, cloud GPU boxes)
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-lab: install
+lab: install-book
 	$(VENV)/bin/jupyter lab --ServerApp.ip=$(LAB_HOST) --ServerApp.port=$(LAB_PORT) $(ALLOW_ROOT) \
 		--ServerApp.root_dir=$(CURDIR) chapters/00_welcome.ipynb
 
@@ -48,8 +71,8 @@ test-notebooks: install
 test-browser: install
 	$(NOTEBOOK_ENV) $(PY) -m pytest tests/browser -p no:cacheprovider
 
-book: install
-	$(VENV)/bin/commlab book build --execute --out _build/html
+book: install-book
+	$(VENV)/bin/commlab book build --execute --out _build/html $(BOOK_FLAGS)
 
 benchmarks: install
 	for script in benchmarks/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done

@@ -6,7 +6,9 @@ how the build wrote them. Executing builds start a real kernel (about a second e
 """
 from __future__ import annotations
 
+import html
 import posixpath
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -18,6 +20,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from commlab.book import Book, Part, listing_problems, load, loads
 from commlab.book import mathjax as book_mathjax
 from commlab.book.build import BuildConfig, build
+from commlab.book.widgets import NOTE_CHECK, NOTE_LIVE
 from commlab.cli import main
 from commlab.errors import CommlabError
 
@@ -34,6 +37,10 @@ fig, ax = plt.subplots(figsize=(2, 2))
 anim = FuncAnimation(fig, lambda k: line.set_ydata([0, k]), frames={N_FRAMES})
 display(HTML(anim.to_jshtml()))
 plt.close(fig)"""
+#: an exercise as commlab.exercises draws it: a question, an answer box and a Check button
+EXERCISE = """import ipywidgets as w
+w.VBox([w.HTMLMath(value="<b>ex.1</b>: How many bytes leave each rank, $2(N-1)/N \\\\cdot S$?"),
+        w.HBox([w.Text(description="Answer:", placeholder="bytes"), w.Button(description="Check")])])"""
 MANIFEST = """
 [book]
 title = "Tiny & book"
@@ -108,7 +115,8 @@ def write_book(root: Path) -> Book:
                                        "and $2(N-1)/N$."), stale,
                      new_code_cell("print(open('data.txt').read())"))
     anim = notebook(new_markdown_cell("# Anim"), new_code_cell(ANIMATION),
-                    new_code_cell("import ipywidgets\nipywidgets.IntSlider(value=3)"))
+                    new_code_cell("import ipywidgets\nipywidgets.IntSlider(value=3, description='ranks')"),
+                    new_code_cell(EXERCISE))
     lab = notebook(new_markdown_cell("# Lab one"), new_code_cell("x = 2\nx"),
                    new_code_cell("import os\nprint('solutions:', os.environ.get('COMMLAB_LAB_SOLUTIONS'))"))
     for path, nb in (("chapters/00_intro.ipynb", intro), ("chapters/01_anim.ipynb", anim),
@@ -177,14 +185,18 @@ def test_executed_build_embeds_the_animation_and_replaces_the_widget(tmp_path):
     out = tmp_path / "html"
     result = build(book, BuildConfig(out_dir=out, execute=True, timeout_s=120,
                                      mathjax_dir=fake_mathjax(tmp_path / "mj")))
-    assert result.executed and result.n_widget_notes == 1
+    assert result.executed and result.n_widget_notes == 2
     anim = (out / "chapters/01_anim.html").read_text()
     assert '<div class="animation">' in anim
     for k in range(N_FRAMES):
         assert f'frames[{k}] = "data:image/png;base64,' in anim
     assert f'frames[{N_FRAMES}] =' not in anim
-    assert "Interactive widget: run this notebook in JupyterLab to use it" in anim
-    assert "application/vnd.jupyter.widget-view+json" not in anim
+    # each widget as it first appeared, with what needs the notebook: the slider's value, the whole question
+    assert "ranks</span> <strong>3</strong>" in anim and f"<strong>{NOTE_LIVE}</strong>" in anim
+    assert "<b>ex.1</b>: How many bytes leave each rank, $2(N-1)/N \\cdot S$?" in anim
+    assert anim.count(f"<strong>{NOTE_CHECK}</strong>") == 1 and 'placeholder="bytes"' in anim
+    assert 'href="01_anim.ipynb" download' in anim
+    assert "application/vnd.jupyter.widget-view+json" not in anim and "widget-state+json" not in anim
     assert external_resources(out / "chapters/01_anim.html") == []  # no Font Awesome from a CDN
     intro = (out / "chapters/00_intro.html").read_text()
     assert "read from the notebook&#39;s own folder" in intro or "read from the notebook's own folder" in intro
@@ -268,3 +280,13 @@ def test_ring_chapter_page_embeds_the_ring_animation(tmp_path):
     page = (tmp_path / "html" / RING_CHAPTER).with_suffix(".html").read_text()
     assert '<div class="animation">' in page, "no to_jshtml animation on the executed ring chapter's page"
     assert 'frames[1] = "data:image/' in page, "the ring animation has fewer than two frames"
+    # every exercise the chapter shows is on the page: its title and question, and how to check it
+    from commlab import exercises
+
+    code = "\n".join(c.source for c in nbformat.read(REPO / RING_CHAPTER, as_version=4).cells if c.cell_type == "code")
+    shown = sorted(set(re.findall(r'"(ch\d\d\.[a-z0-9-]+)"', code)))
+    assert shown, "the ring chapter shows no exercise"
+    text = html.unescape(page)
+    for exercise_id in shown:
+        assert f"{exercise_id}</b>: {exercises.get(exercise_id).title}<p>" in text, exercise_id
+    assert page.count(f"<strong>{NOTE_CHECK}</strong>") == len(shown)

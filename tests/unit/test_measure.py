@@ -13,7 +13,7 @@ from commlab.measure import (AllReduceResult, CopyPoint, CopySweep, Skipped, Swe
                              cpu_copy_sweep, cuda_unavailable_reason, d2d_sweep, d2h_sweep, gpu_copy_sweeps,
                              h2d_sweep, nccl_allreduce, pcie_roof, verdict)
 
-FIXTURES = NCCL_DATA_DIR / "nccl-tests"  # the real logs as shipped with commlab (identical to ../shared)
+FIXTURES = NCCL_DATA_DIR / "nccl-tests"  # the real published logs, shipped with commlab
 
 
 def test_sweep_sizes_are_geometric_like_nccl_tests_flags():

@@ -1,5 +1,5 @@
 """Examples, NVLink groups, ring order and the busbw bound, checked against the matrices themselves, the
-hardware catalogue and the real nccl-tests logs in ../shared/fixtures/nccl-tests."""
+hardware catalogue and the real nccl-tests logs shipped in commlab/data/nccl/nccl-tests."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,7 +13,7 @@ from commlab.topology import (Topology, advice, example, example_names, examples
                               parse_topo_text, ring_order)
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "topo"
-FIXTURES = NCCL_DATA_DIR / "nccl-tests"  # the real logs as shipped with commlab (identical to ../shared)
+FIXTURES = NCCL_DATA_DIR / "nccl-tests"  # the real published logs, shipped with commlab
 
 
 def v100() -> Topology:

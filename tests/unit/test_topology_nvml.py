@@ -204,3 +204,13 @@ def test_importing_commlab_topology_and_measure_touches_neither_nvml_nor_torch()
             "print('pynvml' in sys.modules, 'torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_every_nvml_topology_level_and_p2p_status_of_pynvml_has_nvidia_smis_label():
+    from commlab.topology.nvml import LEVEL_LABELS, P2P_LABELS, labels
+
+    for prefix, table in (("NVML_TOPOLOGY_", LEVEL_LABELS), ("NVML_P2P_STATUS_", P2P_LABELS)):
+        values = {getattr(pynvml, name) for name in dir(pynvml) if name.startswith(prefix)}
+        assert values and values <= set(labels(pynvml, table)), prefix
+    assert labels(pynvml, P2P_LABELS)[pynvml.NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED] == "TNS"
+    assert labels(pynvml, LEVEL_LABELS)[pynvml.NVML_TOPOLOGY_SYSTEM] == "SYS"

@@ -17,7 +17,7 @@ from commlab.viz.style import MIN_FONT_PT
 
 matplotlib.use("Agg")
 
-FIXTURES = NCCL_DATA_DIR / "nccl-tests"  # the real logs as shipped with commlab (identical to ../shared)
+FIXTURES = NCCL_DATA_DIR / "nccl-tests"  # the real published logs, shipped with commlab
 MAX_WIDTH_IN = 10.0
 
 

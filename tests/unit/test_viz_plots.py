@@ -17,7 +17,7 @@ from commlab.viz import (
 
 matplotlib.use("Agg")
 
-FIXTURES = NCCL_DATA_DIR / "nccl-tests"  # the real logs as shipped with commlab (identical to ../shared)
+FIXTURES = NCCL_DATA_DIR / "nccl-tests"  # the real published logs, shipped with commlab
 
 
 def not_blank(fig) -> bool:

@@ -1,42 +1,67 @@
-"""The static HTML edition: one page per notebook in book.toml's order, an index, links between them.
+"""The static HTML edition: one page per notebook in book.toml's order, an index, a search, links between them.
 
 ``commlab book build`` (``make book`` adds ``--execute``) converts each notebook with nbconvert's ``lab``
 template, changed so that the page needs no network: no require.js, no widget manager from a CDN, MathJax
-from a local copy when there is one (:mod:`commlab.book.mathjax`). Text/HTML outputs such as a
-``to_jshtml`` animation pass through as they are (self-contained HTML and JavaScript); widget outputs
-become a note (:mod:`commlab.book.preprocess`). Every page gets a navigation bar at the top and bottom.
+from a local copy when there is one (:mod:`commlab.book.mathjax`). Text/HTML outputs such as a ``to_jshtml``
+animation pass through (self-contained HTML and JavaScript; Font Awesome's CDN link is dropped and its icons
+drawn by CSS); each widget output becomes its still picture and a note (:mod:`commlab.book.widgets`). Every
+page gets the header, sidebar and navigation of :mod:`commlab.book.layout`, and a copy of its notebook to
+download; the search index covers every page (:mod:`commlab.book.search`).
+
+An executed notebook is kept in a cache (:mod:`commlab.book.cache`): the next build executes only the
+notebooks whose content, folder or environment changed. ``log`` gets a line per page as the build goes:
+``[i/n] notebook -> page (executed in 12.3 s | unchanged, not executed again | source only)``.
 """
 from __future__ import annotations
 
-import shutil
+import posixpath
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from commlab.book import mathjax
+from commlab.book.cache import ExecutionCache, environment_salt, notebook_key
 from commlab.book.check import listing_problems
+from commlab.book.layout import head_html, header_html, index_html, install_static, root_of, scripts_html, sidebar_html
 from commlab.book.manifest import Book
-from commlab.book.pages import CSS, ICON_CSS, INDEX, index_html, nav_html, neighbours, page_path
-from commlab.book.preprocess import (
-    drop_font_awesome, linked_files, replace_widgets, rewrite_notebook_links, strip_outputs,
-)
+from commlab.book.pages import INDEX, nav_html, neighbours, page_path
+from commlab.book.preprocess import drop_font_awesome, linked_files, rewrite_notebook_links, strip_outputs
+from commlab.book.reading import read_notebook
+from commlab.book.search import INDEX_FILE, PageEntry, Section, build_index, index_script, page_sections
 from commlab.book.toc import notebook_title
+from commlab.book.widgets import render_widgets
 from commlab.errors import CommlabError
+from commlab.output import check_writable_dir, describe, write_atomic
 
 DEFAULT_OUT_DIR = Path("_build/html")
+CACHE_NAME = ".commlab-book-cache"
+#: Modules a build imports, by what needs them, and the extra that installs them.
+TOOLS = {"any": ("nbformat", "nbconvert", "jupyter_core"), "execute": ("nbclient", "ipykernel", "jupyter_client", "zmq")}
 
 #: nbconvert's lab page with commlab's changes: no require.js (nothing on the pages needs it), no widget
-#: manager (widgets are notes), the book's style, and the navigation bar before and after the notebook.
+#: manager (widgets are stills), the book's style and scripts, and marks where the build puts the header,
+#: the sidebar and the navigation bars once the page's headings are known.
 PAGE_TEMPLATE = """{%- extends 'index.html.j2' -%}
 {%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
 {%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
-{%- block extra_css -%}<style type="text/css">{{ resources.commlab_css }}</style>{%- endblock extra_css -%}
-{%- block body_header -%}{{ super() }}
-{{ resources.commlab_nav_top }}
+{%- block html_head_css -%}{{ resources.commlab_head }}{%- endblock html_head_css -%}
+{%- block body_header -%}
+<body class="commlab-page" data-jp-theme-light="true" data-jp-theme-name="JupyterLab Light" \
+data-commlab-root="{{ resources.commlab_root }}">
+<!--commlab:header-->
+<div class="commlab-layout">
+<!--commlab:sidebar-->
+<main id="commlab-content" class="commlab-content">
+<!--commlab:nav-top-->
 {%- endblock body_header -%}
-{%- block body_footer -%}{{ resources.commlab_nav_bottom }}
-{{ super() }}{%- endblock body_footer -%}
+{%- block body_footer -%}
+<!--commlab:nav-bottom-->
+</main>
+</div>
+{{ resources.commlab_scripts }}
+</body>
+{%- endblock body_footer -%}
 """
 
 
@@ -55,6 +80,10 @@ class BuildConfig:
     lab_solutions: bool = True
     """When executing, run labs with their reference solutions (``COMMLAB_LAB_SOLUTIONS=1``, as CI does):
     a lab is committed with cells for the reader to fill in, which fail until they are written."""
+    cache_dir: Path | None = None
+    """Where executed notebooks are kept between builds; None: ``.commlab-book-cache`` next to ``out_dir``."""
+    use_cache: bool = True
+    """False (``--rebuild``): execute every notebook again, and store the new results."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "out_dir", Path(self.out_dir))
@@ -63,6 +92,8 @@ class BuildConfig:
             raise CommlabError(f"timeout_s must be a number of seconds > 0, got {self.timeout_s!r}")
         if self.mathjax_dir is not None:
             object.__setattr__(self, "mathjax_dir", Path(self.mathjax_dir))
+        cache_dir = self.out_dir.parent / CACHE_NAME if self.cache_dir is None else Path(self.cache_dir)
+        object.__setattr__(self, "cache_dir", cache_dir)
 
 
 @dataclass(frozen=True)
@@ -72,8 +103,28 @@ class BuildResult:
     out_dir: Path
     pages: tuple[str, ...]          # posix paths relative to out_dir, in reading order; index.html last
     executed: bool
-    n_widget_notes: int             # widget outputs replaced by a note
+    n_widget_notes: int             # widget outputs shown as a still picture with a note
     mathjax_local: bool             # False: formulas need the MathJax CDN (network)
+    n_executed: int = 0             # notebooks run by this build
+    n_cached: int = 0               # notebooks unchanged since an earlier build, not run again
+    elapsed_s: float = 0.0
+
+
+def require_tools(execute: bool) -> None:
+    """CommlabError naming the [book] extra when a module the build needs is not installed."""
+    import importlib.util
+
+    missing = []
+    for name in TOOLS["any"] + (TOOLS["execute"] if execute else ()):
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(name)
+    if missing:
+        raise CommlabError(f"building the book needs {', '.join(missing)}, which the book's extra installs: "
+                           "pip install 'commlab[book]' (or make book)")
 
 
 def _exporter(book: Book):
@@ -83,27 +134,28 @@ def _exporter(book: Book):
                         language_code=book.language, theme="light")
 
 
-def _read(book: Book, notebook: str):
-    import nbformat
-
-    path = book.root / notebook
-    try:
-        return nbformat.read(path, as_version=4)
-    except (OSError, ValueError) as exc:
-        raise CommlabError(f"cannot read {notebook} as a notebook: {exc}") from None
-
-
 def _render(exporter, book: Book, notebook: str, nb, query: str | None) -> str:
-    """The page of ``notebook`` (already executed or stripped) as HTML text."""
+    """The page of ``notebook`` (already executed or stripped) as HTML, its links pointing at pages."""
     page = page_path(notebook)
-    around = neighbours(book, notebook)
     nb.metadata["title"] = f"{notebook_title(book.root / notebook)} - {book.title}"
     exporter.mathjax_url = mathjax.url_for(page, query)
     resources = {"metadata": {"path": str((book.root / notebook).parent), "name": Path(notebook).stem},
-                 "commlab_css": CSS + ICON_CSS, "commlab_nav_top": nav_html(around, "top"),
-                 "commlab_nav_bottom": nav_html(around, "bottom")}
+                 "commlab_head": head_html(page), "commlab_root": root_of(page),
+                 "commlab_scripts": scripts_html(page)}
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     return rewrite_notebook_links(drop_font_awesome(body))
+
+
+def _dress(book: Book, notebook: str, body: str) -> tuple[str, list[Section]]:
+    """Put the header, the sidebar (with the page's own sections) and the navigation bars into ``body``."""
+    page, sections = page_path(notebook), page_sections(body)
+    around = neighbours(book, notebook)
+    parts = {"header": header_html(book, page, posixpath.basename(notebook)),
+             "sidebar": sidebar_html(book, page, sections),
+             "nav-top": nav_html(around, "top"), "nav-bottom": nav_html(around, "bottom")}
+    for mark, chrome in parts.items():
+        body = body.replace(f"<!--commlab:{mark}-->", chrome, 1)
+    return body, sections
 
 
 def _copy_linked(book: Book, page: str, body: str, out_dir: Path) -> None:
@@ -112,51 +164,87 @@ def _copy_linked(book: Book, page: str, body: str, out_dir: Path) -> None:
         source = book.root / target
         if source.is_file():
             (out_dir / target).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, out_dir / target)
+            write_atomic(out_dir / target, source.read_bytes())
 
 
-def _write_page(exporter, book: Book, notebook: str, config: BuildConfig, query: str | None) -> int:
-    """Execute or strip ``notebook``, write its page and the files it links to; return its widget count."""
-    nb = _read(book, notebook)
-    if config.execute:
+class _Builder:
+    """One build: reads, executes (or takes from the cache), renders and writes every page."""
+
+    def __init__(self, book: Book, config: BuildConfig, log: Callable[[str], None]) -> None:
+        self.book, self.config, self.log = book, config, log
+        self.cache = ExecutionCache(config.cache_dir) if config.execute else None
+        self.salt = environment_salt(config.lab_solutions) if config.execute else ""
+        self.n_executed = self.n_cached = self.n_widgets = 0
+
+    def _execute(self, notebook: str, nb, step: str):
+        """``nb`` executed, from the cache when its key is there; also says which ("executed"/"unchanged")."""
         from commlab.book.execute import execute_notebook
-
         from commlab.labs import ENV_VAR
 
-        extra_env = {ENV_VAR: "1"} if config.lab_solutions else {}
-        execute_notebook(nb, (book.root / notebook).parent, notebook, config.timeout_s, extra_env)
-    else:
-        strip_outputs(nb)
-    n_widgets = replace_widgets(nb)
-    page = page_path(notebook)
-    body = _render(exporter, book, notebook, nb, query)
-    (config.out_dir / page).parent.mkdir(parents=True, exist_ok=True)
-    (config.out_dir / page).write_text(body, encoding="utf-8")
-    _copy_linked(book, page, body, config.out_dir)
-    return n_widgets
+        key = notebook_key(self.book.root, notebook, self.salt)
+        cached = self.cache.get(notebook, key) if self.config.use_cache else None
+        if cached is not None:
+            self.n_cached += 1
+            return cached, "unchanged since the last build, not executed again"
+        self.log(f"{step} executing {notebook} ...")
+        extra_env = {ENV_VAR: "1"} if self.config.lab_solutions else {}
+        execute_notebook(nb, (self.book.root / notebook).parent, notebook, self.config.timeout_s, extra_env)
+        self.cache.put(notebook, key, nb)
+        self.n_executed += 1
+        return nb, "executed"
+
+    def page(self, exporter, notebook: str, query: str | None, step: str) -> PageEntry:
+        """Write the page of ``notebook`` and its downloadable copy; return its search entry."""
+        start_s, out_dir = time.perf_counter(), self.config.out_dir
+        nb = read_notebook(self.book.root, notebook)
+        if self.config.execute:
+            nb, how = self._execute(notebook, nb, step)
+        else:
+            nb, how = strip_outputs(nb), "source only"
+        self.n_widgets += render_widgets(nb, download=posixpath.basename(notebook))
+        body, sections = _dress(self.book, notebook, _render(exporter, self.book, notebook, nb, query))
+        page = page_path(notebook)
+        (out_dir / page).parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(out_dir / page, body)
+        write_atomic(out_dir / notebook, (self.book.root / notebook).read_bytes())
+        _copy_linked(self.book, page, body, out_dir)
+        self.log(f"{step} {notebook} -> {out_dir / page} ({how}, {time.perf_counter() - start_s:.1f} s)")
+        return PageEntry(href=page, title=notebook_title(self.book.root / notebook), sections=tuple(sections))
+
+
+def _write_book(book: Book, config: BuildConfig, log: Callable[[str], None]) -> BuildResult:
+    start_s, out_dir = time.perf_counter(), config.out_dir
+    query = mathjax.install(out_dir, config.mathjax_dir)
+    install_static(out_dir)
+    builder, exporter, notebooks = _Builder(book, config, log), _exporter(book), book.notebooks()
+    width = len(str(len(notebooks)))
+    entries = [builder.page(exporter, notebook, query, f"[{number:>{width}}/{len(notebooks)}]")
+               for number, notebook in enumerate(notebooks, 1)]
+    note = "" if query else " Formulas are typeset by MathJax from its CDN, so they need a network connection."
+    write_atomic(out_dir / INDEX, index_html(book, note))
+    write_atomic(out_dir / INDEX_FILE, index_script(build_index(entries)))
+    pages = tuple(page_path(nb) for nb in notebooks) + (INDEX,)
+    return BuildResult(out_dir=out_dir, pages=pages, executed=config.execute, n_widget_notes=builder.n_widgets,
+                       mathjax_local=query is not None, n_executed=builder.n_executed, n_cached=builder.n_cached,
+                       elapsed_s=time.perf_counter() - start_s)
 
 
 def build(book: Book, config: BuildConfig = BuildConfig(), log: Callable[[str], None] | None = None) -> BuildResult:
-    """Write the static edition of ``book`` into ``config.out_dir``; ``log`` receives one line per page.
+    """Write the static edition of ``book`` into ``config.out_dir``; ``log`` receives the progress lines.
 
-    Refuses a book that lists a missing notebook or one notebook twice (:func:`check.listing_problems`);
-    notebooks left out of the manifest are simply not built (``commlab book check`` reports them).
+    Refuses a book that lists a missing notebook or one notebook twice (:func:`check.listing_problems`) and an
+    output folder that cannot be written, before executing anything; a write that fails later (a full disk)
+    is a CommlabError naming the file, and leaves no half-written page. Notebooks left out of the manifest
+    are simply not built (``commlab book check`` reports them).
     """
     problems = listing_problems(book)
     if problems:
         raise CommlabError("book.toml cannot be built: " + "; ".join(problems))
-    config.out_dir.mkdir(parents=True, exist_ok=True)
-    query = mathjax.install(config.out_dir, config.mathjax_dir)
-    exporter, n_widgets = _exporter(book), 0
-    for notebook in book.notebooks():
-        start_s = time.perf_counter()
-        n_widgets += _write_page(exporter, book, notebook, config, query)
-        if log is not None:
-            how = "executed" if config.execute else "source only"
-            log(f"{notebook} -> {config.out_dir / page_path(notebook)} ({how}, "
-                f"{time.perf_counter() - start_s:.1f} s)")
-    note = "" if query else " Formulas are typeset by MathJax from its CDN, so they need a network connection."
-    (config.out_dir / INDEX).write_text(index_html(book, note), encoding="utf-8")
-    pages = tuple(page_path(nb) for nb in book.notebooks()) + (INDEX,)
-    return BuildResult(out_dir=config.out_dir, pages=pages, executed=config.execute,
-                       n_widget_notes=n_widgets, mathjax_local=query is not None)
+    require_tools(config.execute)
+    check_writable_dir(config.out_dir, f"--out {str(config.out_dir)!r}")
+    if config.execute:
+        check_writable_dir(config.cache_dir, f"the cache folder {str(config.cache_dir)!r} (--cache)")
+    try:
+        return _write_book(book, config, log or (lambda line: None))
+    except OSError as exc:
+        raise CommlabError(describe(exc)) from None

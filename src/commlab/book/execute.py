@@ -31,7 +31,8 @@ def _current_env_kernel_manager_class():
     class CurrentEnvKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs):
             kwargs.setdefault("kernel_spec_manager", CurrentEnvSpecs())
-            kwargs.setdefault("transport_encryption", "auto" if zmq.has("curve") else "disabled")
+            if "transport_encryption" in AsyncKernelManager.class_trait_names():  # jupyter_client >= 8.9
+                kwargs.setdefault("transport_encryption", "auto" if zmq.has("curve") else "disabled")
             super().__init__(**kwargs)
 
     return CurrentEnvKernelManager
@@ -49,14 +50,15 @@ def execute_notebook(nb, folder: Path, name: str, timeout_s: float, extra_env: d
 
     ``timeout_s`` bounds each cell (rounded up to whole seconds, as nbclient counts). A failing or slow
     cell raises CommlabError naming the notebook ``name`` and the error, so ``make book`` stops with one
-    line that says where to look. ``extra_env`` is added to the kernel's environment.
+    line that says where to look. ``extra_env`` is added to the kernel's environment. The widgets' state is
+    kept in the notebook's metadata, so the page can show each widget as it appeared (commlab.book.widgets).
     """
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
     client = NotebookClient(nb, kernel_manager_class=_current_env_kernel_manager_class(), timeout=math.ceil(timeout_s),
                             kernel_name="python3", allow_errors=False,
-                            store_widget_state=False, resources={"metadata": {"path": str(folder)}})
+                            store_widget_state=True, resources={"metadata": {"path": str(folder)}})
     try:
         client.execute(env={**os.environ, **(extra_env or {})})
     except CellTimeoutError as exc:

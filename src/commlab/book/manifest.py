@@ -203,4 +203,11 @@ def load(path: str | Path = MANIFEST_NAME) -> Book:
         path = find_root() / MANIFEST_NAME
     if not path.is_file():
         raise CommlabError(f"book manifest {str(path)!r} does not exist; expected a {MANIFEST_NAME} file")
-    return loads(path.read_text(encoding="utf-8"), root=path.resolve().parent)
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise CommlabError(f"cannot read book manifest {str(path)!r}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise CommlabError(f"book manifest {str(path)!r} is not UTF-8 text (byte {exc.start} is "
+                           f"0x{exc.object[exc.start]:02x}); expected a {MANIFEST_NAME} file") from None
+    return loads(text, root=path.resolve().parent)

@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 from commlab.errors import CommlabError
+from commlab.output import copy_file
 
 CDN_URL = "https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.7/latest.js?config=TeX-AMS_CHTML-full,Safe"
 STATIC_DIR = "_static/mathjax"
@@ -63,7 +64,7 @@ def install(out_dir: Path, mathjax_dir: Path | None = None) -> str | None:
     target = Path(out_dir) / STATIC_DIR
     if target.exists():
         shutil.rmtree(target)
-    shutil.copytree(source, target, ignore=_ignore)
+    shutil.copytree(source, target, ignore=_ignore, copy_function=copy_file)
     return query
 
 

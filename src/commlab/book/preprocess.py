@@ -1,8 +1,8 @@
 """What the static edition changes in a notebook and its page.
 
-A widget needs a running kernel, so each widget output becomes a visible note; committed notebooks carry
-no outputs, and an unexecuted build shows them that way; links between notebooks point to their pages.
-Everything else (a ``to_jshtml`` animation, figures, tables) passes through unchanged.
+Committed notebooks carry no outputs, and an unexecuted build shows them that way; links between notebooks
+point to their pages; ``to_jshtml`` players lose their Font Awesome link. Widgets become still pictures
+(:mod:`commlab.book.widgets`); everything else (figures, tables) passes through unchanged.
 """
 from __future__ import annotations
 
@@ -11,14 +11,6 @@ import posixpath
 import re
 from urllib.parse import unquote, urlsplit
 
-WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
-WIDGET_NOTE = "Interactive widget: run this notebook in JupyterLab to use it"
-WIDGET_NOTE_HTML = (f'<div class="commlab-widget-note" role="note"><strong>{html.escape(WIDGET_NOTE)}</strong>'
-                    " (the static edition has no kernel to drive it).</div>")
-
-#: matplotlib's ``to_jshtml`` pulls its button icons from Font Awesome on a CDN; the static edition draws
-#: them with characters instead (``pages.ICON_CSS``), so the animation's controls show offline.
-_FONT_AWESOME = re.compile(r"<link\b[^>]*font-awesome[^>]*>", re.IGNORECASE)
 _LINK = re.compile(r"""(?P<attr>\b(?:href|src))=(?P<quote>["'])(?P<url>[^"'<>]*)(?P=quote)""", re.IGNORECASE)
 
 
@@ -31,29 +23,12 @@ def strip_outputs(nb: dict) -> dict:
     return nb
 
 
-def replace_widgets(nb: dict) -> int:
-    """Replace each widget output of ``nb`` by :data:`WIDGET_NOTE` (in place); return how many there were.
-
-    The notebook's saved widget state goes too, so the page does not fetch the widget manager from a CDN.
-    """
-    count = 0
-    for cell in nb.get("cells", []):
-        for output in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
-            data = output.get("data", {})
-            if WIDGET_MIME in data:
-                output["data"] = {"text/html": WIDGET_NOTE_HTML, "text/plain": WIDGET_NOTE}
-                count += 1
-    nb.get("metadata", {}).pop("widgets", None)
-    return count
-
-
 def drop_font_awesome(page_html: str) -> str:
-    """Remove the Font Awesome stylesheet links that ``to_jshtml`` animations carry.
+    """Remove the Font Awesome stylesheet links that ``to_jshtml`` animations carry; the book's style draws
+    their icons (:data:`commlab.viz.export.ICON_CSS`), so the animation's controls show offline."""
+    from commlab.viz.export import without_font_awesome
 
-    >>> drop_font_awesome('<link rel="stylesheet"\\nhref="https://cdn/font-awesome/4.4.0/css/font-awesome.min.css">x')
-    'x'
-    """
-    return _FONT_AWESOME.sub("", page_html)
+    return without_font_awesome(page_html)
 
 
 def _relative_path(url: str) -> str | None:

@@ -65,7 +65,7 @@ def link(notebook: str, relative_to: str = "", suffix: str = ".ipynb") -> str:
     return posixpath.relpath(target, relative_to or ".")
 
 
-def _label(kind: str, title: str) -> str:
+def entry_label(kind: str, title: str) -> str:
     """"Lab: " before a lab's title, unless the title already says so."""
     return "Lab: " if kind == "lab" and not title.lower().startswith("lab") else ""
 
@@ -86,7 +86,7 @@ def toc_markdown(book: Book, relative_to: str = "chapters") -> str:
     for index, part in enumerate(book.parts):
         lines += [f"**Part {index + 1}. {part.title}**", ""]
         for kind, nb, title in _entries(book, index):
-            lines.append(f"- {_label(kind, title)}[{title}]({link(nb, relative_to)})")
+            lines.append(f"- {entry_label(kind, title)}[{title}]({link(nb, relative_to)})")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 
@@ -98,7 +98,7 @@ def toc_html(book: Book, relative_to: str = "chapters", suffix: str = ".ipynb") 
         out.append(f'<section class="commlab-part"><h3>Part {index + 1}. {html.escape(part.title)}</h3><ul>')
         for kind, nb, title in _entries(book, index):
             href = html.escape(link(nb, relative_to, suffix), quote=True)
-            label = _label(kind, title)
+            label = entry_label(kind, title)
             out.append(f'<li class="commlab-{kind}">{label}<a href="{href}">{html.escape(title)}</a></li>')
         out.append("</ul></section>")
     out.append("</nav>")

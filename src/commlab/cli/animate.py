@@ -1,8 +1,10 @@
 """``commlab animate ALGO --ranks N --out FILE``: write a schedule's animation without a notebook.
 
-``FILE`` ending in ``.html`` gets a self-contained player, ``.gif`` an animated GIF, and a path ending in ``/``
-(or an existing directory) one PNG per step (step_000.png is the input). Bad values are one line, exit 2.
-matplotlib is imported only when the command runs, so ``commlab --help`` stays fast.
+``FILE`` ending in ``.html`` gets a self-contained player (nothing loaded from the network), ``.gif`` an animated
+GIF, and a path ending in ``/`` (or an existing directory) one PNG per step (step_000.png is the input). The
+destination is checked before anything is drawn, and a file is written whole or not at all. Bad values, a
+folder that cannot be written and a full disk are one line naming the value or file, exit 2. matplotlib is
+imported only when the command runs, so ``commlab --help`` stays fast.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import os
 from pathlib import Path
 
 from commlab.errors import CommlabError, check_choice
+from commlab.output import check_writable_dir, describe, write_atomic
 from commlab.schedules import ALGORITHMS
 from commlab.units import format_nbytes
 
@@ -25,7 +28,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("algorithm", metavar="ALGO", help=f"one of: {', '.join(ALGORITHMS)}")
     p.add_argument("--ranks", default="4", metavar="N", help="number of ranks, 2 to 16 (default 4)")
     p.add_argument("--out", metavar="FILE", help=f"where to write (required): {KINDS}")
-    p.add_argument("--interval-ms", default="900", metavar="MS", help="time per frame (HTML, GIF), default 900")
+    p.add_argument("--interval-ms", default="900", metavar="MS",
+                   help="time per frame (HTML, GIF), 20 to 60000, default 900")
     return p
 
 
@@ -52,27 +56,65 @@ def output_kind(out: str) -> str:
     raise CommlabError(f"cannot tell what to write for --out {out!r}; expected {KINDS}")
 
 
+def _interval_ms(text: str) -> int:
+    from commlab.viz.export import MAX_INTERVAL_MS, MIN_INTERVAL_MS
+
+    interval_ms = _whole(text, "--interval-ms")
+    if not MIN_INTERVAL_MS <= interval_ms <= MAX_INTERVAL_MS:
+        raise CommlabError(f"--interval-ms must be {MIN_INTERVAL_MS} to {MAX_INTERVAL_MS} milliseconds per frame "
+                           f"(one frame a minute at most), got {text}")
+    return interval_ms
+
+
+def _destination(out: str, kind: str) -> Path:
+    """The checked destination: a writable folder for PNGs, else a file path in a writable folder."""
+    if kind == "pngs":
+        return check_writable_dir(out, f"--out {out!r}")
+    path = Path(out)
+    if not path.parent.is_dir():
+        raise CommlabError(f"the directory of --out {out!r} does not exist")
+    check_writable_dir(path.parent, f"--out {out!r}")
+    return path
+
+
+def _save_gif(anim, path: Path, interval_ms: int) -> None:
+    """The GIF through a temporary file in the same folder, so a failure leaves no half-written file."""
+    import tempfile
+
+    from commlab.viz.export import save_gif
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".gif", dir=path.parent)
+    os.close(fd)
+    try:
+        save_gif(anim, tmp, interval_ms=interval_ms)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise CommlabError(describe(exc, path)) from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
 def run(args: argparse.Namespace) -> int:
     check_choice("algorithm", args.algorithm, ALGORITHMS)
     if not args.out:
         raise CommlabError(f"--out FILE is required: {KINDS}")
     n_ranks = _whole(args.ranks, "--ranks")
-    interval_ms = _whole(args.interval_ms, "--interval-ms")
+    interval_ms = _interval_ms(args.interval_ms)
     kind = output_kind(args.out)
+    path = _destination(args.out, kind)
     from commlab.viz.animation import ScheduleAnimation
-    from commlab.viz.export import save_gif, save_pngs, to_html
+    from commlab.viz.export import save_pngs, to_html
 
     anim = ScheduleAnimation(args.algorithm, n_ranks)
     if kind == "pngs":
-        paths = save_pngs(anim, args.out)
+        paths = save_pngs(anim, path)
         print(f"wrote {len(paths)} PNGs (step_000.png to {paths[-1].name}) to {args.out}")
         return 0
-    path = Path(args.out)
-    if not path.parent.is_dir():
-        raise CommlabError(f"the directory of --out {args.out!r} does not exist")
     if kind == "html":
-        path.write_text(to_html(anim, interval_ms=interval_ms), encoding="utf-8")
+        write_atomic(path, to_html(anim, interval_ms=interval_ms))
     else:
-        save_gif(anim, path, interval_ms=interval_ms)
+        _save_gif(anim, path, interval_ms)
     print(f"wrote {path} ({anim.n_steps + 1} frames, {format_nbytes(path.stat().st_size)})")
     return 0

@@ -1,10 +1,13 @@
 """``commlab book``: build the static HTML edition, check the manifest, print the table of contents.
 
-    commlab book build [--execute] [--out DIR] [--timeout S] [--mathjax DIR] [--manifest PATH]
+    commlab book build [--execute] [--out DIR] [--timeout S] [--mathjax DIR] [--rebuild] [--cache DIR]
     commlab book check      # every notebook under chapters/ and labs/ listed once in book.toml
     commlab book toc        # the table of contents as Markdown
+    (--manifest PATH goes before the action: commlab book --manifest other/book.toml build)
 
-nbconvert and nbclient are imported only when ``build`` runs.
+``build`` prints a line per page as it goes ("[3/19] chapters/02_x.ipynb -> ... (executed, 12.3 s)") and
+executes only the notebooks that changed since the last build (``--rebuild`` executes them all). It needs the
+book's extra (nbconvert, nbclient...: ``pip install 'commlab[book]'``), imported only when ``build`` runs.
 """
 from __future__ import annotations
 
@@ -27,6 +30,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                        help="longest time one cell may run with --execute, in seconds (default: 300)")
     build.add_argument("--mathjax", default=None, metavar="DIR",
                        help="a MathJax 2.7 folder to copy next to the pages (default: jupyter-server-mathjax's)")
+    build.add_argument("--rebuild", action="store_true",
+                       help="with --execute, run every notebook again, even those unchanged since the last build")
+    build.add_argument("--cache", default=None, metavar="DIR",
+                       help="where executed notebooks are kept between builds (default: .commlab-book-cache "
+                            "next to --out)")
     actions.add_parser("check", help="every notebook under chapters/ and labs/ is listed in book.toml once")
     actions.add_parser("toc", help="print the table of contents as Markdown")
     return parser
@@ -42,6 +50,10 @@ def _timeout_s(text: str) -> float:
     return timeout_s
 
 
+def _log(line: str) -> None:
+    print(line, flush=True)
+
+
 def _build(args, book) -> int:
     from commlab.book import check_book
     from commlab.book.build import BuildConfig, build
@@ -51,11 +63,15 @@ def _build(args, book) -> int:
             print(f"note: {problem} (it is not built)")
 
     config = BuildConfig(out_dir=Path(args.out), execute=args.execute, timeout_s=_timeout_s(args.timeout),
-                         mathjax_dir=args.mathjax)
-    result = build(book, config, log=print)
-    print(f"wrote {len(result.pages)} pages to {result.out_dir}; open {result.out_dir / 'index.html'}")
+                         mathjax_dir=args.mathjax, cache_dir=args.cache, use_cache=not args.rebuild)
+    result = build(book, config, log=_log)
+    how = (f": {result.n_executed} executed, {result.n_cached} unchanged (cache {config.cache_dir})"
+           if result.executed else " (source only: run with --execute for outputs)")
+    print(f"wrote {len(result.pages)} pages to {result.out_dir} in {result.elapsed_s:.1f} s{how}; "
+          f"open {result.out_dir / 'index.html'}")
     if result.n_widget_notes:
-        print(f"{result.n_widget_notes} widget output(s) shown as a note: widgets need JupyterLab")
+        print(f"{result.n_widget_notes} widget output(s) shown as they first appeared, with a note: "
+              "using them needs JupyterLab")
     if not result.mathjax_local:
         print("formulas use MathJax from its CDN (network needed); install jupyter-server-mathjax or pass "
               "--mathjax DIR for an offline copy")

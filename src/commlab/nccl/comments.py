@@ -1,6 +1,6 @@
 """Read the ``#`` lines of an nccl-tests log: fixture metadata, the preamble, the device list, the footer.
 
-The fixtures under ``shared/fixtures/nccl-tests`` open with ``# source:``, ``# command:``, ``# nranks:``,
+The fixtures under ``commlab/data/nccl/nccl-tests`` open with ``# source:``, ``# command:``, ``# nranks:``,
 ``# collective:``, ``# hardware:`` and ``# format:`` lines that are not nccl-tests output; they are read as
 metadata. Everything else follows nccl-tests' ``printf`` formats (``src/common.cu``, ``src/util.cu``).
 """

@@ -1,6 +1,6 @@
 """The real logs shipped with commlab (``commlab/data/nccl``), for the book, the labs and the tests.
 
-* ``nccl-tests/``: the 23 published nccl-tests runs of ``shared/fixtures/nccl-tests`` (copied unchanged; each
+* ``nccl-tests/``: 23 published nccl-tests runs (copied unchanged from public repositories; each
   file's ``# source:`` line names the repository, commit and path it comes from);
 * ``nccl_debug_*.log``: NCCL_DEBUG=INFO excerpts from public GitHub issue threads (``# source:`` line);
 * ``roofs.json``: for each nccl-tests fixture, the link that is its busbw roof and why

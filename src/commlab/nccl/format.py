@@ -1,7 +1,7 @@
 """Write a table exactly as nccl-tests prints it, so that commlab's own benchmark reads like the real tool.
 
 The layout is the one of nccl-tests 2.13 to 2.16 (the "modern" fixtures under
-``shared/fixtures/nccl-tests``; NCCL_TESTS.md "Output format (modern)"):
+``commlab/data/nccl/nccl-tests``; nccl-tests' ``src/common.cu``):
 
 * a row is ``"%12li  %12li  %8s  %6s  %6i"`` (size, count, type, redop, root) followed, for out-of-place and
   then in-place, by ``"  %7s  %6s  %6s  %5g"`` (time, algbw, busbw, #wrong; ``N/A`` where checking was off);

@@ -23,8 +23,14 @@ import re
 
 from commlab.topology.model import Gpu, Topology
 
-_LEVELS = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}  # NVML_TOPOLOGY_* values
-_P2P = {0: "OK", 1: "CNS", 2: "GNS", 3: "TNS", 4: "DR", 5: "NS", 6: "U"}     # NVML_P2P_STATUS_* values
+#: nvidia-smi's label for each level of ``nvmlDeviceGetTopologyCommonAncestor``, by pynvml's constant names.
+LEVEL_LABELS = (("NVML_TOPOLOGY_INTERNAL", "PIX"), ("NVML_TOPOLOGY_SINGLE", "PIX"), ("NVML_TOPOLOGY_MULTIPLE", "PXB"),
+                ("NVML_TOPOLOGY_HOSTBRIDGE", "PHB"), ("NVML_TOPOLOGY_NODE", "NODE"), ("NVML_TOPOLOGY_SYSTEM", "SYS"))
+#: nvidia-smi's label for each ``nvmlDeviceGetP2PStatus`` answer; nvidia-ml-py spells CHIPSET_NOT_SUPPORED too.
+P2P_LABELS = (("NVML_P2P_STATUS_OK", "OK"), ("NVML_P2P_STATUS_CHIPSET_NOT_SUPPORTED", "CNS"),
+              ("NVML_P2P_STATUS_CHIPSET_NOT_SUPPORED", "CNS"), ("NVML_P2P_STATUS_GPU_NOT_SUPPORTED", "GNS"),
+              ("NVML_P2P_STATUS_IOH_TOPOLOGY_NOT_SUPPORTED", "TNS"), ("NVML_P2P_STATUS_DISABLED_BY_REGKEY", "DR"),
+              ("NVML_P2P_STATUS_NOT_SUPPORTED", "NS"), ("NVML_P2P_STATUS_UNKNOWN", "U"))
 _BUS_RE = re.compile(r"([0-9A-Fa-f]+):([0-9A-Fa-f]+):([0-9A-Fa-f]+)\.([0-9A-Fa-f]+)")
 _SWITCH = "switch"
 
@@ -104,6 +110,16 @@ def _read_machine(nvml) -> Topology:
     return Topology(gpus=gpus, matrix=matrix, p2p=_p2p(nvml, handles), source="pynvml", notes=notes)
 
 
+def labels(nvml, names: tuple[tuple[str, str], ...]) -> dict[int, str]:
+    """{value of the constant: label} for the constants of ``names`` that the binding ``nvml`` defines.
+
+    >>> import pynvml
+    >>> labels(pynvml, LEVEL_LABELS)[pynvml.NVML_TOPOLOGY_HOSTBRIDGE]
+    'PHB'
+    """
+    return {getattr(nvml, name): label for name, label in names if hasattr(nvml, name)}
+
+
 def _optional(nvml, name: str, *args):
     """Call ``nvml.<name>(*args)``; None when the binding lacks it or NVML answers an error (NotSupported)."""
     fn = getattr(nvml, name, None)
@@ -169,7 +185,7 @@ def _nvlink_counts(nvml, handles, keys) -> tuple[list[list[int]], list[int]]:
     n = len(handles)
     direct, switch = [[0] * n for _ in range(n)], [0] * n
     for i, handle in enumerate(handles):
-        for link in range(getattr(nvml, "NVML_NVLINK_MAX_LINKS", 18)):
+        for link in range(nvml.NVML_NVLINK_MAX_LINKS):
             target = _link_target(nvml, handle, link, keys)
             if target == _SWITCH:
                 switch[i] += 1
@@ -180,40 +196,41 @@ def _nvlink_counts(nvml, handles, keys) -> tuple[list[list[int]], list[int]]:
 
 def _link_target(nvml, handle, link: int, keys):
     """Index of the GPU at the far end of an active link, "switch", or None (inactive, or not a GPU)."""
-    if _optional(nvml, "nvmlDeviceGetNvLinkState", handle, link) != getattr(nvml, "NVML_FEATURE_ENABLED", 1):
+    if _optional(nvml, "nvmlDeviceGetNvLinkState", handle, link) != nvml.NVML_FEATURE_ENABLED:
         return None
     kind = _optional(nvml, "nvmlDeviceGetNvLinkRemoteDeviceType", handle, link)
-    if kind == getattr(nvml, "NVML_NVLINK_DEVICE_TYPE_SWITCH", 2):
+    if kind == nvml.NVML_NVLINK_DEVICE_TYPE_SWITCH:
         return _SWITCH
     pci = _optional(nvml, "nvmlDeviceGetNvLinkRemotePciInfo", handle, link)
     key = _bus_key(_text(pci.busId)) if pci is not None else None
     if key is not None and key in keys:
         return keys.index(key)
-    if kind in (getattr(nvml, "NVML_NVLINK_DEVICE_TYPE_GPU", 0), getattr(nvml, "NVML_NVLINK_DEVICE_TYPE_IBMNPU", 1)):
+    if kind in (nvml.NVML_NVLINK_DEVICE_TYPE_GPU, nvml.NVML_NVLINK_DEVICE_TYPE_IBMNPU):
         return None  # a GPU NVML does not list, or a POWER9 CPU: not a GPU-GPU path here
     return _SWITCH
 
 
 def _matrix(nvml, handles, direct, switch) -> tuple[tuple[tuple[str, ...], ...], int]:
-    n, unknown, rows = len(handles), 0, []
+    n, unknown, rows, levels = len(handles), 0, [], labels(nvml, LEVEL_LABELS)
     for i in range(n):
         row = []
         for j in range(n):
             links = max(direct[i][j], direct[j][i]) + (min(switch[i], switch[j]) if i != j else 0)
             level = None if i == j or links else _optional(
                 nvml, "nvmlDeviceGetTopologyCommonAncestor", handles[i], handles[j])
-            unknown += int(i < j and not links and level not in _LEVELS)
-            row.append("X" if i == j else f"NV{links}" if links else _LEVELS.get(level, "SYS"))
+            unknown += int(i < j and not links and level not in levels)
+            row.append("X" if i == j else f"NV{links}" if links else levels.get(level, "SYS"))
         rows.append(tuple(row))
     return tuple(rows), unknown
 
 
 def _p2p(nvml, handles) -> tuple[tuple[str, ...], ...] | None:
-    index = getattr(nvml, "NVML_P2P_CAPS_INDEX_READ", 0)
+    index = nvml.NVML_P2P_CAPS_INDEX_READ
     index = index[0] if isinstance(index, tuple) else index  # nvidia-ml-py spells it `= 0,` (a tuple)
+    statuses = labels(nvml, P2P_LABELS)
     codes = [[None if i == j else _optional(nvml, "nvmlDeviceGetP2PStatus", a, b, index)
               for j, b in enumerate(handles)] for i, a in enumerate(handles)]
     if all(code is None for row in codes for code in row):
         return None
-    return tuple(tuple("X" if i == j else _P2P.get(code, "U") for j, code in enumerate(row))
+    return tuple(tuple("X" if i == j else statuses.get(code, "U") for j, code in enumerate(row))
                  for i, row in enumerate(codes))

@@ -6,18 +6,50 @@ one PNG pixel per CSS pixel, 96 to the inch, so the HTML and GIF frames are draw
 the animation's own dpi if higher): a 10 pt caption then reads as 10 pt. The live widget draws at the
 animation's dpi, by default the same 96 (commlab.viz.animation.LIVE_DPI). The HTML of an 8-rank ring
 all-reduce (15 frames) stays near 1.2 MB.
+
+The HTML loads nothing from the network: ``to_jshtml`` links Font Awesome from a CDN for its buttons' icons,
+and :func:`to_html` replaces that link with characters drawn by a few lines of CSS (:data:`ICON_CSS`).
 """
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from commlab.errors import CommlabError
+from commlab.output import write_atomic
 
 #: matplotlib refuses to embed more than this many MB in one HTML animation (rcParams animation.embed_limit).
 EMBED_LIMIT_MB = 20.0
 #: Pixels per inch of exported frames: a browser's CSS inch, so text shows at its size in points.
 STATIC_DPI = 96.0
+#: Time per frame, in milliseconds: from 50 frames a second to one frame a minute.
+MIN_INTERVAL_MS, MAX_INTERVAL_MS = 20, 60_000
+
+_FONT_AWESOME = re.compile(r"<link\b[^>]*font-awesome[^>]*>", re.IGNORECASE)
+#: Characters for the Font Awesome icons (``<i class="fa fa-play">``) of ``to_jshtml``'s buttons.
+ICON_CSS = """
+.animation .fa { font-style: normal; font-family: "DejaVu Sans", sans-serif; display: inline-block; }
+.animation .fa-flip-horizontal { transform: scale(-1, 1); }
+.animation .fa-minus::before { content: "\\2212"; } .animation .fa-plus::before { content: "+"; }
+.animation .fa-play::before { content: "\\25B6"; } .animation .fa-pause::before { content: "\\275A\\275A"; }
+.animation .fa-step-backward::before { content: "|\\25C0"; } .animation .fa-step-forward::before { content: "\\25B6|"; }
+.animation .fa-fast-backward::before { content: "\\21E4"; } .animation .fa-fast-forward::before { content: "\\21E5"; }
+"""
+
+
+def without_font_awesome(page_html: str) -> str:
+    """``page_html`` without the Font Awesome stylesheet links that ``to_jshtml`` players carry.
+
+    >>> without_font_awesome('<link rel="stylesheet"\\nhref="https://cdn/font-awesome/4.4.0/css/font-awesome.min.css">x')
+    'x'
+    """
+    return _FONT_AWESOME.sub("", page_html)
+
+
+def offline_player(player_html: str) -> str:
+    """A ``to_jshtml`` player that fetches nothing: the Font Awesome link replaced by :data:`ICON_CSS`."""
+    return f'<style type="text/css">{ICON_CSS}</style>\n{without_font_awesome(player_html)}'
 
 
 def _static_dpi(anim, dpi: float | None) -> float:
@@ -54,20 +86,23 @@ class _Player:
 
 
 def _check_interval(interval_ms: int) -> int:
-    if not isinstance(interval_ms, int) or interval_ms < 20:
-        raise CommlabError(f"interval_ms must be a whole number of milliseconds >= 20, got {interval_ms!r}")
+    if isinstance(interval_ms, bool) or not isinstance(interval_ms, int) \
+            or not MIN_INTERVAL_MS <= interval_ms <= MAX_INTERVAL_MS:
+        raise CommlabError(f"interval_ms must be a whole number of milliseconds from {MIN_INTERVAL_MS} to "
+                           f"{MAX_INTERVAL_MS} (one frame a minute), got {interval_ms!r}")
     return interval_ms
 
 
 def to_html(anim, interval_ms: int = 900, dpi: float | None = None) -> str:
-    """A self-contained HTML player (``<div>`` + ``<script>``, frames inline) of every step of ``anim``.
+    """A self-contained HTML player (``<style>``, ``<div>`` and ``<script>``, frames inline, nothing fetched from
+    the network) of every step of ``anim``.
 
     ``dpi``: pixels per inch of the frames (default :data:`STATIC_DPI`, or the animation's dpi if higher)."""
     import matplotlib
 
     with matplotlib.rc_context({"animation.embed_limit": EMBED_LIMIT_MB, "savefig.dpi": _static_dpi(anim, dpi)}):
         with _Player(anim, interval_ms) as player:
-            return player.to_jshtml(default_mode="loop")
+            return offline_player(player.to_jshtml(default_mode="loop"))
 
 
 def save_gif(anim, path: str | os.PathLike, interval_ms: int = 900, dpi: float | None = None) -> Path:
@@ -86,7 +121,8 @@ def save_gif(anim, path: str | os.PathLike, interval_ms: int = 900, dpi: float |
 
 def save_pngs(anim, directory: str | os.PathLike) -> list[Path]:
     """Write step_000.png (the input) then one PNG per step into ``directory`` (created if needed), at
-    :data:`STATIC_DPI` (or the animation's dpi if higher), caption included."""
+    :data:`STATIC_DPI` (or the animation's dpi if higher), caption included. A failed write (a full disk) is
+    a CommlabError naming the file."""
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
         raise CommlabError(f"save_pngs needs a directory, and {str(directory)!r} is a file")
@@ -95,7 +131,7 @@ def save_pngs(anim, directory: str | os.PathLike) -> list[Path]:
     try:
         for k in range(anim.n_steps + 1):
             path = directory / f"step_{k:03d}.png"
-            path.write_bytes(anim.set_step(k).to_png_bytes(dpi=_static_dpi(anim, None)))
+            write_atomic(path, anim.set_step(k).to_png_bytes(dpi=_static_dpi(anim, None)))
             paths.append(path)
     finally:
         anim.set_step(step)
