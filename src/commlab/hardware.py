@@ -2,7 +2,7 @@
 
 Bandwidths are per GPU (NVLink, NVSwitch, PCIe x16) or per port (InfiniBand 4x, RoCE, Ethernet), in GB/s
 (1e9 bytes per second). ``unidir_GBps`` is one direction; ``bidir_GBps`` is both directions added, the figure
-vendors print. Hold nccl-tests' busbw against ``unidir_GBps`` (NCCL_TESTS.md).
+vendors print. Hold nccl-tests' busbw against ``unidir_GBps`` (nccl-tests' doc/PERFORMANCE.md).
 
 Latencies are typical one-hop figures for an alpha-beta model, not guarantees: for NVLink and PCIe the
 per-hop latency NCCL's own tuner assumes (``hwLat``, LL protocol, in NVIDIA/nccl ``src/graph/tuning.cc``); for

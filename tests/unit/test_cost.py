@@ -1,4 +1,4 @@
-"""cost: closed forms by hand, the corrected worked examples of CONTENT.md, vectorisation, the fit."""
+"""cost: closed forms by hand, the corrected worked examples of the book (the seed article's errors), vectorisation, the fit."""
 import math
 
 import numpy as np
@@ -19,7 +19,7 @@ def test_ring_closed_form():
 
 
 def test_corrected_worked_examples():
-    """CONTENT.md: 7B FP16 grads over 8 GPUs: 24.5 GB per rank, ~54 ms on NVLink 4; 70B ~544 ms; ~4.9 s at 50 GB/s."""
+    """7B FP16 grads over 8 GPUs: 24.5 GB per rank, ~54 ms on NVLink 4; 70B ~544 ms; ~4.9 s at 50 GB/s (the seed article had 31 and 311 ms, S/450)."""
     s7, s70 = 7e9 * 2, 70e9 * 2
     assert 2 * 7 / 8 * s7 == pytest.approx(24.5e9)
     assert float(cost.ring_all_reduce_time_s(s7, 8, 0, 450e9)) * 1e3 == pytest.approx(54.4, abs=0.1)

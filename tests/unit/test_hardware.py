@@ -30,7 +30,7 @@ def test_every_link_has_a_source_and_a_latency():
 
 
 def test_nvlink_over_pcie5_is_about_7x_and_14x_not_14_to_28():
-    # CONTENT.md: the seed's "14-28x" holds against PCIe 4.0, not 5.0.
+    # the seed article's "14-28x" holds against PCIe 4.0, not 5.0.
     pcie5, pcie4 = hardware.link("pcie5").unidir_GBps, hardware.link("pcie4").unidir_GBps
     assert round(hardware.link("nvlink4").unidir_GBps / pcie5) == 7
     assert round(hardware.link("nvlink5").unidir_GBps / pcie5) == 14

@@ -1,5 +1,5 @@
 """parse_log over all 23 real nccl-tests logs, checked against their metadata, nccl-tests' own footer,
-the busbw rule of NCCL_TESTS.md and the peak anchors NCCL_TESTS.md lists."""
+the busbw rule of nccl-tests' doc/PERFORMANCE.md and the peak busbw of each fixture."""
 from __future__ import annotations
 
 import re
@@ -48,7 +48,7 @@ def test_collective_ranks_and_format_match_the_metadata(path):
 
 @pytest.mark.parametrize("path", LOGS, ids=lambda p: p.name[:2])
 def test_busbw_is_algbw_times_the_bus_factor(path):
-    """NCCL_TESTS.md: busbw = algbw * F(n); legacy all_gather/reduce_scatter print busbw = algbw with
+    """nccl-tests' doc/PERFORMANCE.md: busbw = algbw * F(n); legacy all_gather/reduce_scatter print busbw = algbw with
     algbw = S(n-1)/n/t. Tolerance: half a unit of the printed 2nd decimal on each side."""
     m = meta(path)
     n, op = int(m["nranks"]), canonical(m["collective"])

@@ -1,4 +1,4 @@
-"""Chapter 09's worked examples, corrected (CONTENT.md, "Errors in the seed"), each recomputed by hand here."""
+"""Chapter 09's worked examples, corrected where the seed article was wrong, each recomputed by hand here."""
 from __future__ import annotations
 
 import pytest

@@ -5,7 +5,7 @@
 >>> result = bench.sweep("all_reduce", "1K", "1M", n_ranks=4)     # doctest: +SKIP
 >>> print(result.table())                                          # doctest: +SKIP
 
-Sizes, counts, algbw and busbw follow nccl-tests exactly (NCCL_TESTS.md; commlab.collectives holds the
+Sizes, counts, algbw and busbw follow nccl-tests exactly (nccl-tests' doc/PERFORMANCE.md; commlab.collectives holds the
 per-collective rules). Inside a group you started yourself (torchrun): ``bench.sweep_in_group(config)``.
 Importing this package does not import torch.
 """

@@ -5,7 +5,7 @@ ran: a partial sweep is saved, marked partial).
 * ``-J FILE``: nccl-tests' JSON (:mod:`commlab.bench.nccl_json`), never overwriting, as nccl-tests;
 * ``--csv FILE``: one line per size, the table's columns with units in their names;
 * ``--plot FILE``: busbw and time against size, log-log, with the link's one-way bandwidth as the roof of the
-  busbw panel when ``--link`` names one (NCCL_TESTS.md: busbw is what to hold against it).
+  busbw panel when ``--link`` names one (nccl-tests' doc/PERFORMANCE.md: busbw is what to hold against it).
 
 :func:`check_writable` runs before any rank starts, so that a typo in a path costs a second, not a sweep.
 """

@@ -4,7 +4,7 @@ One untimed iteration, a barrier, then ``iters`` iterations back to back between
 clock stopped once the device has finished (CUDA events on a GPU, ``time.perf_counter`` on the CPU, where
 gloo's calls return when the data is in place). The time of one iteration is the mean,
 ``t = elapsed / iters``, and the reported time is the average of that over the ranks (nccl-tests' default
-``-a 1``). Then ``algbw = size / t`` and ``busbw = algbw * F(n)`` (NCCL_TESTS.md, nccl-tests
+``-a 1``). Then ``algbw = size / t`` and ``busbw = algbw * F(n)`` (nccl-tests' doc/PERFORMANCE.md, nccl-tests
 ``doc/PERFORMANCE.md``).
 """
 from __future__ import annotations

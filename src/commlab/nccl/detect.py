@@ -127,7 +127,7 @@ def n_ranks_from_text(rank_lines: list[int], metadata: dict[str, str], preamble:
 
 def implied_factor(size_bytes: int, time_us: float, algbw_GBps: float) -> float:
     """algbw * t / size: 1 under the modern rule (algbw = S/t), (N-1)/N under the legacy all_gather /
-    reduce_scatter rule (algbw = S(N-1)/N/t, nccl-tests before 2020-06-19; NCCL_TESTS.md)."""
+    reduce_scatter rule (algbw = S(N-1)/N/t, nccl-tests before its 2020-06-19 change to the busbw rule)."""
     return algbw_GBps * 1e9 * time_us * 1e-6 / size_bytes
 
 

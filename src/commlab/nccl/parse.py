@@ -2,7 +2,7 @@
 
 ``parse_log`` keeps every row it can read, reports every row-like line it cannot (with its line number and
 why: too few columns, ``nan``, a negative time, an NCCL message glued to it), and checks each row against
-nccl-tests' rule ``busbw = algbw * F(n)`` (NCCL_TESTS.md "Bandwidths", F from
+nccl-tests' rule ``busbw = algbw * F(n)`` (nccl-tests' doc/PERFORMANCE.md, F from
 :func:`commlab.collectives.busbw_factor`). Legacy all_gather / reduce_scatter runs (before 2020-06-19) print
 ``algbw = S(n-1)/n/t`` and ``busbw = algbw``; the reader recognises that rule from the numbers.
 

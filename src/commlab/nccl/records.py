@@ -29,7 +29,7 @@ class Row:
     """One size of a sweep, as nccl-tests prints it."""
 
     size_bytes: int
-    """The `size` column: what algbw divides (NCCL_TESTS.md, per collective)."""
+    """The `size` column: what algbw divides (nccl-tests' doc/PERFORMANCE.md, per collective)."""
     count: int
     """Elements per rank, as nccl-tests' `count` column."""
     type: str

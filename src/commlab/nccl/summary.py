@@ -7,7 +7,7 @@
   :func:`commlab.cost.fit_alpha_beta`;
 * avg busbw: the footer's value, else the plain mean nccl-tests would print.
 
-:func:`verdict` holds the peak busbw against a link's **unidirectional** bandwidth (NCCL_TESTS.md: "busbw is
+:func:`verdict` holds the peak busbw against a link's **unidirectional** bandwidth (nccl-tests' doc/PERFORMANCE.md: "busbw is
 what to hold against a link's unidirectional bandwidth"). Thresholds, from the real fixtures:
 
 * above the link, ratio > 1.00: impossible for point-to-point traffic, so the switch reduces (NVLS on NVSwitch,

@@ -1,7 +1,7 @@
 """Read one nccl-tests table row into a :class:`~commlab.nccl.records.Row`, modern or legacy layout.
 
 Modern rows (nccl-tests 2.13 and later) are ``size count type redop root`` then ``time algbw busbw #wrong``
-for out-of-place and in-place. Legacy rows (NCCL_TESTS.md "Output format") drop ``redop`` where the
+for out-of-place and in-place. Legacy rows (nccl-tests before 2.13) drop ``redop`` where the
 collective does not reduce and ``root`` where it has none, and print an ``error`` column (the largest
 absolute difference, e.g. ``2e-07``) instead of ``#wrong``. A :class:`Layout` says which columns a table has;
 it comes from the header line when there is one, else from the row's own number of fields.
