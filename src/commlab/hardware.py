@@ -6,8 +6,13 @@ vendors print. Hold nccl-tests' busbw against ``unidir_GBps`` (NCCL_TESTS.md).
 
 Latencies are typical one-hop figures for an alpha-beta model, not guarantees: for NVLink and PCIe the
 per-hop latency NCCL's own tuner assumes (``hwLat``, LL protocol, in NVIDIA/nccl ``src/graph/tuning.cc``); for
-networks the end-to-end figures of the book's source article (RDMA about 1-2 us on InfiniBand, 2-5 us on RoCE,
-50-100 us through a kernel TCP stack).
+RDMA networks the end-to-end figures of the book's source article (about 1 us on InfiniBand, 2-5 us on RoCE).
+The Ethernet TCP entries' 25 us is a labelled assumption, not a published figure: chapter 02 measures the
+kernel-stack share of it on the reader's own machine, and chapter 03 gloo's whole cost.
+
+A PCIe slot's quoted figure is lanes x lane rate / 8; what a transfer gets is less: the line code (128b/130b
+from PCIe 3.0, 242-byte flits of 256 from PCIe 6.0), then each packet's header and framing
+(:func:`tlp_efficiency`), then flow-control and acknowledgement packets (chapter 01, :func:`pcie_payload_GBps`).
 
 >>> link("nvlink4").unidir_GBps, link("nvlink4").bidir_GBps
 (450.0, 900.0)
@@ -23,7 +28,7 @@ from dataclasses import dataclass
 from commlab.errors import CommlabError
 from commlab.units import BITS_PER_BYTE, GB
 
-_PCIE_SRC = ("PCI-SIG: {gts} GT/s per lane, x16, about {raw} GB/s per direction after encoding, "
+_PCIE_SRC = ("PCI-SIG: {gts} GT/s per lane, x16, {code} line code, about {raw} GB/s per direction after it, "
              "quoted rounded as {uni} GB/s; latency: NCCL tuning.cc hwLat PCI (LL) 1 us")
 _NVLINK_SRC = ("NVIDIA {arch} architecture whitepaper: {per_link} GB/s per link (both directions), "
                "{links} links per GPU; latency: NCCL tuning.cc hwLat NVLink (LL) 0.6 us")
@@ -61,6 +66,10 @@ class Link:
     """Networks and PCIe: per-lane signalling rate in Gb/s."""
     lanes: int | None = None
     """Lanes per port (4x InfiniBand) or per slot (x16 PCIe)."""
+    line_code: str | None = None
+    """PCIe: how bits go on the wire ("128b/130b", or flits from PCIe 6.0)."""
+    line_code_efficiency: float | None = None
+    """PCIe: the share of the line rate the line code leaves for packets (128/130, 242/256)."""
 
     def __post_init__(self) -> None:
         if self.unidir_GBps <= 0 or abs(self.bidir_GBps - 2 * self.unidir_GBps) > 1e-9:
@@ -78,9 +87,17 @@ class Link:
         return self.unidir_GBps * BITS_PER_BYTE
 
 
+#: PCIe line codes: 128b/130b from PCIe 3.0 (2 sync bits per 128); PCIe 6.0 sends 256-byte flits of which 242
+#: bytes carry packets (236 TLP + 6 DLLP; the rest is CRC and FEC). PCI-SIG base specifications 3.0 and 6.0.
+_LINE_CODES = {3: ("128b/130b", 128 / 130), 4: ("128b/130b", 128 / 130), 5: ("128b/130b", 128 / 130),
+               6: ("256-byte flits, 242 bytes of packets", 242 / 256)}
+
+
 def _pcie(gen: int, gts: int, raw: float, uni: float, year: int) -> Link:
+    code, efficiency = _LINE_CODES[gen]
     return Link(f"pcie{gen}", f"PCIe {gen}.0 x16", "pcie", uni, 2 * uni, 1.0e-6,
-                _PCIE_SRC.format(gts=gts, raw=raw, uni=uni), year, lane_Gbps=float(gts), lanes=16)
+                _PCIE_SRC.format(gts=gts, raw=raw, uni=uni, code=code), year, lane_Gbps=float(gts), lanes=16,
+                line_code=code, line_code_efficiency=efficiency)
 
 
 def _nvlink(gen: int, arch: str, gpu: str, per_link: float, links: int, year: int) -> Link:
@@ -103,17 +120,19 @@ def _ib(name: str, title: str, lane: int, year: int) -> Link:
                 year, lane_Gbps=float(lane), lanes=4)
 
 
-def _roce(gbps: int) -> Link:
+def _roce(gbps: int, year: int, nic: str) -> Link:
     uni = gbps / BITS_PER_BYTE
     return Link(f"roce-{gbps}", f"RoCE v2 {gbps} Gb/s", "roce", uni, 2 * uni, 3.5e-6,
-                f"Ethernet {gbps} Gb/s port with RDMA over UDP/IP; latency 2-5 us end to end (midpoint)", 2020)
+                f"Ethernet {gbps} Gb/s port with RDMA over UDP/IP (e.g. {nic}); latency 2-5 us end to end "
+                "(midpoint, the book's source article)", year)
 
 
 def _eth(gbps: int) -> Link:
     uni = gbps / BITS_PER_BYTE
-    return Link(f"eth-{gbps}-tcp", f"Ethernet {gbps} Gb/s, TCP", "ethernet", uni, 2 * uni, 75e-6,
-                f"{gbps} Gb/s line rate (protocol overhead lowers what TCP reaches); latency 50-100 us "
-                "through the kernel stack (midpoint)", 2015)
+    return Link(f"eth-{gbps}-tcp", f"Ethernet {gbps} Gb/s, TCP", "ethernet", uni, 2 * uni, 25e-6,
+                f"{gbps} Gb/s line rate (protocol overhead lowers what TCP reaches); latency: an assumption of "
+                "this book (25 us for a small message through the kernel TCP stacks of two hosts), not a "
+                "published figure: chapter 02 measures the kernel-stack share on the reader's machine", 2015)
 
 
 def _catalogue() -> tuple[Link, ...]:
@@ -129,7 +148,8 @@ def _catalogue() -> tuple[Link, ...]:
         _nvswitch(3, nv4, "DGX H100, 8x H100", 2022), _nvswitch(4, nv5, "DGX B200, 8x B200", 2024),
         _ib("ib-hdr", "InfiniBand HDR 4x", 50, 2018), _ib("ib-ndr", "InfiniBand NDR 4x", 100, 2021),
         _ib("ib-xdr", "InfiniBand XDR 4x", 200, 2024),
-        _roce(100), _roce(200), _roce(400),
+        _roce(100, 2016, "ConnectX-4"), _roce(200, 2019, "ConnectX-6"), _roce(400, 2021, "ConnectX-7"),
+        _roce(800, 2024, "ConnectX-8 SuperNIC"),
         _eth(25), _eth(100),
     )
 
@@ -154,7 +174,7 @@ def link(name: str | Link) -> Link:
     ...
     commlab.errors.CommlabError: unknown link 'nvlink9'; known links: pcie3, pcie4, pcie5, pcie6, nvlink2, \
 nvlink3, nvlink4, nvlink5, nvswitch1, nvswitch2, nvswitch3, nvswitch4, ib-hdr, ib-ndr, ib-xdr, roce-100, \
-roce-200, roce-400, eth-25-tcp, eth-100-tcp
+roce-200, roce-400, roce-800, eth-25-tcp, eth-100-tcp
     """
     if isinstance(name, Link):
         return name
@@ -172,3 +192,35 @@ def bandwidth_ratio(link_a: str | Link, link_b: str | Link) -> float:
     (7.03125, 28.125)
     """
     return link(link_a).unidir_GBps / link(link_b).unidir_GBps
+
+
+def tlp_efficiency(max_payload_nbytes: int = 256, overhead_nbytes: int = 20) -> float:
+    """Share of a PCIe link's packet bytes that are data: payload / (payload + per-packet overhead).
+
+    A transaction-layer packet (TLP) carries at most the negotiated maximum payload size (128 to 4096 bytes,
+    256 on most hosts) plus 20-24 bytes: a 12- or 16-byte header, a 2-byte sequence number, a 4-byte LCRC
+    and framing (Intel, "AN 456: PCI Express High Performance Reference Design", Throughput for Posted
+    Writes: 256 / (256 + 20) = 92 %). Flow-control and acknowledgement packets (DLLPs) take a few per cent
+    more on a loaded link, which this figure leaves out.
+
+    >>> round(tlp_efficiency(256), 3), round(tlp_efficiency(128, 24), 3)
+    (0.928, 0.842)
+    """
+    if not isinstance(max_payload_nbytes, int) or max_payload_nbytes <= 0:
+        raise CommlabError(f"max_payload_nbytes must be a whole number of bytes > 0, got {max_payload_nbytes!r}")
+    if not isinstance(overhead_nbytes, int) or overhead_nbytes < 0:
+        raise CommlabError(f"overhead_nbytes must be a whole number of bytes >= 0, got {overhead_nbytes!r}")
+    return max_payload_nbytes / (max_payload_nbytes + overhead_nbytes)
+
+
+def pcie_payload_GBps(name: str | Link, max_payload_nbytes: int = 256, overhead_nbytes: int = 20) -> float:
+    """Data a PCIe x16 slot can carry per direction, before flow control: lanes x GT/s / 8 x line code x TLP.
+
+    >>> round(pcie_payload_GBps("pcie5"), 1), link("pcie5").unidir_GBps
+    (58.4, 64.0)
+    """
+    item = link(name)
+    if item.kind != "pcie" or item.line_code_efficiency is None:
+        raise CommlabError(f"pcie_payload_GBps needs a PCIe link (pcie3 ... pcie6), got {item.name!r} ({item.kind})")
+    raw_GBps = item.lane_Gbps * item.lanes / BITS_PER_BYTE
+    return raw_GBps * item.line_code_efficiency * tlp_efficiency(max_payload_nbytes, overhead_nbytes)

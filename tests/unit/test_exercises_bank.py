@@ -214,3 +214,14 @@ def test_topology_questions_are_physically_possible():
         a, b = (int(x) for x in re.findall(r"GPU(\d) and GPU(\d)", worked.question)[0])
         per_link = hardware.link(worked.params["link"]).per_link_bidir_GBps
         assert worked.expected == nvlink_count(topo.relation(a, b)) * per_link / 2
+
+
+@pytest.mark.parametrize("seed", SEEDS[:40])
+def test_ring_time_never_puts_more_gpus_on_a_link_than_it_can_join(seed):
+    # a ring over NVLink 3 or PCIe stays inside one 8-GPU server; larger rings cross a network (chapter 5)
+    p = _params("ch05.ring-time", seed)
+    kind = hardware.link(p["link"]).kind
+    if p["link"] in ("nvlink3", "pcie4", "pcie5"):
+        assert p["n_ranks"] <= 8
+    elif kind == "nvlink":
+        assert p["n_ranks"] <= {"nvlink4": 256, "nvlink5": 72}[p["link"]]

@@ -46,3 +46,28 @@ def test_unknown_link_lists_known_names():
 def test_names_unique_and_lookup_forgiving():
     assert len(set(hardware.names())) == len(hardware.names())
     assert hardware.link("IB-NDR") is not None and hardware.link("NVLink 4").name == "nvlink4"
+
+
+def test_pcie_line_codes_and_packet_overheads():
+    # Intel AN 456: 256-byte payload, 20 bytes of overhead: 256 / 276 = 92 %; 128b/130b from PCIe 3.0
+    assert round(hardware.tlp_efficiency(256, 20), 2) == 0.93 and round(256 / 276, 2) == 0.93
+    for gen in (3, 4, 5):
+        item = hardware.link(f"pcie{gen}")
+        assert item.line_code == "128b/130b" and item.line_code_efficiency == 128 / 130
+    assert hardware.link("pcie6").line_code_efficiency == 242 / 256
+    payload = hardware.pcie_payload_GBps("pcie5")
+    assert payload == pytest.approx(64 * 128 / 130 * 256 / 276)
+    # pinned host-to-device measured 55.2 GB/s on an H200 (benchmarks/README.md): below the packet bound
+    assert 55.2 < payload < hardware.link("pcie5").unidir_GBps
+
+
+def test_pcie_efficiency_arguments_are_checked():
+    with pytest.raises(CommlabError, match="max_payload_nbytes"):
+        hardware.tlp_efficiency(0)
+    with pytest.raises(CommlabError, match="PCIe link"):
+        hardware.pcie_payload_GBps("nvlink4")
+
+
+def test_roce_reaches_800_gbit_like_xdr():
+    assert hardware.link("roce-800").unidir_GBps == hardware.link("ib-xdr").unidir_GBps == 100
+    assert hardware.link("roce-400").unidir_GBps == hardware.link("ib-ndr").unidir_GBps

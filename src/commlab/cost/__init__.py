@@ -30,3 +30,10 @@ __all__ = [
     "Machine", "parse_machine", "Prediction", "predict", "nccl_tuning_table", "ProtocolFit", "Regime",
     "fit_protocol_model",
 ]
+
+# Rabenseifner's halving-doubling all-reduce and log-step (PAT-style) all-gather / reduce-scatter (chapter 06)
+from commlab.cost.halving_doubling import (  # noqa: E402
+    log_step_all_gather_time_s, log_step_reduce_scatter_time_s, rabenseifner_all_reduce_time_s,
+)
+
+__all__ += ["log_step_all_gather_time_s", "log_step_reduce_scatter_time_s", "rabenseifner_all_reduce_time_s"]

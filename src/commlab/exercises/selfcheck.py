@@ -37,3 +37,20 @@ SELF_CHECK: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 #: a word that the seed's item and ours share, item by item (the test checks the pairing with it)
 SEED_KEYWORDS = ("NVLink", "topo", "ReduceScatter", "torch.distributed", "volume", "Tree", "bucket", "RoCE",
                  "nccl-tests", "NCCL_DEBUG", "node")
+
+#: the labs that practise each item, in SELF_CHECK's order (notebooks under labs/; their checks run the reader's
+#: own code: the p2p lab the send/recv exchange, the collectives lab every collective against its reference, the
+#: ring lab the reader's AllReduce, AllGather and ReduceScatter against dist.all_reduce)
+SELF_CHECK_LABS: tuple[tuple[str, ...], ...] = (
+    ("topology",),
+    ("topology",),
+    ("collectives",),
+    ("p2p", "collectives", "build_your_own_ring"),
+    ("build_your_own_ring",),
+    ("ring_vs_tree",),
+    ("ddp_overlap",),
+    (),
+    ("bandwidth_sweep",),
+    ("nccl_debug_multinode",),
+    ("topology",),
+)

@@ -5,6 +5,8 @@
 33554432
 >>> ParallelConfig(dp=8, tp=8, pp=2).world_size
 128
+>>> ParallelConfig(dp=2, cp=4, tp=8).world_size, ParallelConfig(dp=2, cp=4, tp=8).grad_group
+(64, 8)
 >>> ParallelConfig(dp=8, sp=True)
 Traceback (most recent call last):
 ...
@@ -15,6 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from commlab.errors import CommlabError
+
+CP_KINDS = ("ring", "ulysses")
+RECOMPUTE = ("none", "selective", "full")
 
 
 def _check_whole(owner: str, name: str, value: object, low: int = 1) -> None:
@@ -44,9 +49,14 @@ class ModelConfig:
     """Layers whose MLP is a mixture of experts (0: a dense model)."""
     top_k: int = 1
     """Experts each token is routed to in a MoE layer."""
+    kv_hidden: int | None = None
+    """Width of the keys (and of the values) per token: h with multi-head attention (None), h x kv_heads / heads
+    with grouped-query attention. Context parallelism passes K and V around, so its traffic follows this."""
 
     def __post_init__(self) -> None:
         for f in fields(self):
+            if f.name == "kv_hidden" and self.kv_hidden is None:
+                continue
             _check_whole("ModelConfig", f.name, getattr(self, f.name), low=0 if f.name == "n_moe_layers" else 1)
         if self.n_moe_layers > self.n_layers:
             raise CommlabError(f"ModelConfig.n_moe_layers={self.n_moe_layers} cannot exceed "
@@ -62,10 +72,15 @@ class ModelConfig:
         """One micro-batch's hidden states between layers: b * s * h * dtype_nbytes."""
         return self.micro_batch * self.seq_len * self.hidden * self.dtype_nbytes
 
+    @property
+    def kv_width(self) -> int:
+        """Elements of K (or V) per token: ``kv_hidden``, or h when it is None (multi-head attention)."""
+        return self.hidden if self.kv_hidden is None else self.kv_hidden
+
 
 @dataclass(frozen=True, kw_only=True)
 class ParallelConfig:
-    """How the ranks are split: world size = dp * tp * pp; expert parallelism inside data parallelism."""
+    """How the ranks are split: world size = dp * cp * tp * pp; expert parallelism inside data parallelism."""
 
     dp: int = 1
     """Data-parallel ranks (model replicas or ZeRO shards)."""
@@ -81,10 +96,23 @@ class ParallelConfig:
     """Sequence parallelism with TP (Korthikanti et al. 2022): all-gather + reduce-scatter replace all-reduce."""
     pp_virtual: int = 1
     """Model chunks per pipeline stage (interleaved 1F1B schedule), v."""
+    cp: int = 1
+    """Context-parallel ranks: each holds s/cp tokens of every sequence (ring attention or Ulysses)."""
+    cp_kind: str = "ring"
+    """How context parallelism moves attention's inputs: "ring" (K and V blocks passed round a ring by send/recv,
+    Liu et al. 2023) or "ulysses" (all-to-alls that swap the sequence split for a head split, Jacobs et al. 2023)."""
+    recompute: str = "selective"
+    """Activation recomputation (Korthikanti et al. 2022): "none", "selective" (attention's core only, no extra
+    communication) or "full" (each layer's forward again in the backward, its TP collectives included)."""
 
     def __post_init__(self) -> None:
-        for name in ("dp", "tp", "pp", "ep", "pp_virtual"):
+        for name in ("dp", "tp", "pp", "ep", "pp_virtual", "cp"):
             _check_whole("ParallelConfig", name, getattr(self, name))
+        if self.cp_kind not in CP_KINDS:
+            raise CommlabError(f"ParallelConfig.cp_kind must be one of {', '.join(CP_KINDS)}, got {self.cp_kind!r}")
+        if self.recompute not in RECOMPUTE:
+            raise CommlabError(f"ParallelConfig.recompute must be one of {', '.join(RECOMPUTE)}, "
+                               f"got {self.recompute!r}")
         if self.zero not in (0, 1, 2, 3) or isinstance(self.zero, bool):
             raise CommlabError(f"ParallelConfig.zero must be 0, 1, 2 or 3, got {self.zero!r}")
         if not isinstance(self.sp, bool):
@@ -100,4 +128,10 @@ class ParallelConfig:
 
     @property
     def world_size(self) -> int:
-        return self.dp * self.tp * self.pp
+        return self.dp * self.cp * self.tp * self.pp
+
+    @property
+    def grad_group(self) -> int:
+        """Ranks that share (and reduce) the same gradients: dp x cp (context-parallel ranks hold the same
+        weights, like data-parallel ones; Megatron-LM reduces gradients over both)."""
+        return self.dp * self.cp

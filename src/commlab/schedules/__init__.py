@@ -1,5 +1,10 @@
 """Algorithms as explicit schedules of transfers, run on numpy buffers (chapters 05 and 06).
 
+Rings (:mod:`~commlab.schedules.ring`), binary and double binary trees (:mod:`~commlab.schedules.tree`), the
+naive central reduce and recursive doubling (:mod:`~commlab.schedules.central`), Rabenseifner's halving and
+doubling (:mod:`~commlab.schedules.halving_doubling`) and NCCL's PAT-style log-step all-gather and
+reduce-scatter (:mod:`~commlab.schedules.pat`).
+
 >>> s = build("ring-all-reduce", 4)
 >>> s.n_steps, len(s.steps[0])
 (6, 4)
@@ -12,13 +17,14 @@ True
 from __future__ import annotations
 
 from commlab.errors import CommlabError, check_choice, check_n_ranks
-from commlab.schedules import central, ring, tree
+from commlab.schedules import central, halving_doubling, pat, ring, tree
 from commlab.schedules.execute import Run, bytes_sent_per_rank, expected, run
 from commlab.schedules.model import Schedule, Transfer, chunk_bounds, steps_from
 from commlab.schedules.trace import Departure, compare_trace, describe_step, describe_transfer
 
 ALGORITHMS = ("ring-reduce-scatter", "ring-all-gather", "ring-all-reduce", "tree-all-reduce",
-              "double-tree-all-reduce", "naive-all-reduce", "recursive-doubling-all-reduce")
+              "double-tree-all-reduce", "naive-all-reduce", "recursive-doubling-all-reduce",
+              "halving-doubling-all-reduce", "pat-reduce-scatter", "pat-all-gather")
 
 __all__ = ["ALGORITHMS", "Departure", "Run", "Schedule", "Transfer", "build", "bytes_sent_per_rank",
            "chunk_bounds", "compare_trace", "describe_step", "describe_transfer", "expected", "run"]
@@ -50,6 +56,13 @@ def build(algorithm: str, n_ranks: int) -> Schedule:
         return _tree_schedule(algorithm, n)
     if algorithm == "naive-all-reduce":
         return Schedule(algorithm, "all_reduce", n, 1, steps_from(central.naive_transfers(n)))
+    if algorithm == "halving-doubling-all-reduce":
+        n_chunks, transfers = halving_doubling.rabenseifner_transfers(n)
+        return Schedule(algorithm, "all_reduce", n, n_chunks, steps_from(transfers))
+    if algorithm == "pat-reduce-scatter":
+        return Schedule(algorithm, "reduce_scatter", n, n, steps_from(pat.pat_reduce_scatter_transfers(n)))
+    if algorithm == "pat-all-gather":
+        return Schedule(algorithm, "all_gather", n, n, steps_from(pat.pat_all_gather_transfers(n)))
     return Schedule(algorithm, "all_reduce", n, 1, steps_from(central.recursive_doubling_transfers(n)))
 
 

@@ -1,7 +1,7 @@
 """Chapter 5, ring all-reduce: per-rank volume 2(N-1)/N * S, its time, its steps, and the naive root."""
 from __future__ import annotations
 
-from commlab import collectives, cost, hardware, schedules, units
+from commlab import collectives, cost, fabric, hardware, schedules, units
 from commlab.exercises.bank.common import draw_ranks, draw_round, duration, num, pick, rate, ratio_mistake, size
 from commlab.exercises.model import Exercise, Mistake, Worked
 
@@ -28,9 +28,21 @@ def _ring_volume(rng) -> Worked:
     return Worked(question, volume / units.GB, solution, mistakes, n_ranks=n, params={"n_ranks": n, "nbytes": nbytes})
 
 
+def largest_group(link_name: str) -> int | None:
+    """Most GPUs a ring can join over ``link_name`` alone: the largest NVLink domain of that generation in
+    commlab.fabric (256 for NVLink 4, 72 for NVLink 5), one 8-GPU server for older NVLink and for PCIe, and no
+    limit (None) for a network, which is what a larger ring crosses (chapter 5, a ring that spans servers)."""
+    item = hardware.link(link_name)
+    if item.kind in ("infiniband", "roce", "ethernet"):
+        return None
+    sizes = [d.gpus for d in fabric.domains() if d.link == item.name]
+    return max(sizes) if sizes else 8
+
+
 def _ring_time(rng) -> Worked:
-    n = draw_ranks(rng)
     link = hardware.link(pick(rng, _LINKS))
+    limit = largest_group(link.name)
+    n = draw_ranks(rng, tuple(k for k in (4, 6, 8, 12, 16, 32) if limit is None or k <= limit))
     nbytes = draw_round(rng, 0.1, 20, 0.1) * units.GB
     alpha, bw = link.latency_s, link.unidir_Bps
     t_s = float(cost.ring_all_reduce_time_s(nbytes, n, alpha, bw))

@@ -13,10 +13,13 @@ _DTYPES = (("FP16", 2), ("BF16", 2), ("FP32", 4))
 
 
 def _sync_question(rng):
+    """A model, a dtype and a DP group on a link it can really use: NVLink only inside one 8-GPU node, one
+    InfiniBand port per GPU for a group that spans nodes."""
     billions, _, _ = pick(rng, _MODELS)
     dtype, itemsize = pick(rng, _DTYPES)
     n = draw_ranks(rng, (4, 8, 16, 32))
-    link = hardware.link(pick(rng, ("nvlink3", "nvlink4", "nvlink5", "ib-hdr", "ib-ndr", "ib-xdr")))
+    inside = ("nvlink3", "nvlink4", "nvlink5") if n <= 8 else ()
+    link = hardware.link(pick(rng, inside + ("ib-hdr", "ib-ndr", "ib-xdr")))
     return int(billions * 1e9), dtype, itemsize, n, link
 
 
@@ -25,8 +28,10 @@ def _dp_sync(rng) -> Worked:
     sync = parallelism.gradient_sync(n_params, n, itemsize)
     t_s = sync.time_s(link)
     grads = n_params * itemsize
+    where = (f"inside one node over {link.title}" if link.kind in ("nvlink", "nvswitch") else
+             f"across nodes, each GPU with its own {link.title} port")
     question = (f"Data parallelism over {n} GPUs: a {num(n_params / 1e9)}B-parameter model's {dtype} gradients "
-                f"are ring all-reduced once per step over {link.title} ({rate(link.unidir_Bps)} one way, alpha "
+                f"are ring all-reduced once per step {where} ({rate(link.unidir_Bps)} one way, alpha "
                 f"{num(link.latency_s * 1e6)} us). How long does the gradient sync take?")
     solution = (f"Gradients: {num(n_params / 1e9)}e9 x {itemsize} B = {size(grads)}. Each GPU sends 2(N-1)/N * S = "
                 f"{size(sync.bytes_per_rank_per_step)}; at {rate(link.unidir_Bps)} plus {2 * (n - 1)} latency terms: "
@@ -128,19 +133,44 @@ def _zero3_vs_dp(rng) -> Worked:
 def _ep_all_to_all(rng) -> Worked:
     _, hidden, _ = pick(rng, _MODELS)
     ep = int(pick(rng, (4, 8, 16)))
-    seq_len, top_k = int(pick(rng, (2048, 4096))), int(pick(rng, (1, 2)))
-    model = ModelConfig(n_params=10**9, hidden=hidden, n_layers=1, seq_len=seq_len, n_moe_layers=1, top_k=top_k)
+    seq_len, top_k, b = int(pick(rng, (2048, 4096))), int(pick(rng, (1, 2))), int(pick(rng, (1, 2, 4)))
+    model = ModelConfig(n_params=10**9, hidden=hidden, n_layers=1, seq_len=seq_len, micro_batch=b, n_moe_layers=1,
+                        top_k=top_k)
     forward = parallelism.ep_traffic(model, ParallelConfig(dp=ep, ep=ep)).items[0]
     sent = forward.bytes_per_rank_per_step
     tokens = forward.nbytes_per_call
-    question = (f"A mixture-of-experts layer over {ep} expert-parallel GPUs: each GPU routes its {seq_len} tokens "
-                f"(hidden {hidden}, BF16) to top-{top_k} experts spread evenly over the GPUs. In the forward pass "
-                "(dispatch all-to-all, then combine all-to-all), how many MB does each GPU send?")
-    solution = (f"Each all-to-all moves the routed tokens: s x k x h x 2 B = {size(tokens)}; a GPU keeps 1/{ep} "
-                f"and sends (E-1)/E of it: {size((ep - 1) / ep * tokens)}. Dispatch + combine: {size(sent)}.")
+    question = (f"A mixture-of-experts layer over an expert-parallel group of {ep} GPUs: each GPU routes its "
+                f"micro-batch of {b} x {seq_len} tokens (hidden {hidden}, BF16) to top-{top_k} experts spread "
+                "evenly over the group. In the forward pass (dispatch all-to-all, then combine all-to-all), how many "
+                "MB does each GPU send?")
+    solution = (f"Each all-to-all moves the routed tokens: b x s x k x h x 2 B = {size(tokens)}; with E = {ep} the "
+                f"expert-parallel group size, a GPU keeps 1/E and sends (E-1)/E of it: "
+                f"{size((ep - 1) / ep * tokens)}. Dispatch + combine: {size(sent)}.")
     mistakes = (Mistake(0.5, "dispatch only", "the outputs come back in a second all-to-all (combine)"),
                 Mistake(ep / (ep - 1), "own share counted", f"1/{ep} of the tokens stay on the GPU"))
-    return Worked(question, sent / units.MB, solution, mistakes, n_ranks=ep, params={"ep": ep})
+    if b > 1:
+        mistakes += (Mistake(1 / b, "micro-batch left out", f"each GPU routes all {b} sequences of its micro-batch"),)
+    return Worked(question, sent / units.MB, solution, mistakes, n_ranks=ep, params={"ep": ep, "b": b})
+
+
+def _zero2_accumulation(rng) -> Worked:
+    billions, hidden, n_layers = pick(rng, _MODELS)
+    n = draw_ranks(rng, (8, 16, 64))
+    m = int(pick(rng, (4, 8, 16, 32, 64)))
+    model = ModelConfig(n_params=int(billions * 1e9), hidden=hidden, n_layers=n_layers, seq_len=1, n_micro_batches=m)
+    z1, z2 = (parallelism.dp_traffic(model, ParallelConfig(dp=n, zero=z)).bytes_per_rank_per_step for z in (1, 2))
+    ratio = z2 / z1
+    question = (f"{num(billions)}B parameters over {n} data-parallel GPUs with gradient accumulation over {m} "
+                "micro-batches per optimizer step. How many times more bytes does each GPU send per step under "
+                "ZeRO-2 than under ZeRO-1?")
+    solution = (f"ZeRO-1 keeps whole gradients, accumulates them locally and reduce-scatters once per step, then "
+                f"all-gathers the updated parameters: 2 x (N-1)/N * P. ZeRO-2 keeps only its shard of the gradients, "
+                f"so it must reduce-scatter after every micro-batch (DeepSpeed refuses no_sync under ZeRO-2): "
+                f"({m} + 1) x (N-1)/N * P. Ratio (m + 1)/2 = {num(ratio)}.")
+    mistakes = (Mistake(1 / ratio, "no difference", "sharded gradients cannot wait for the end of the step"),
+                Mistake(2 * m / (m + 1), "all-gather per micro-batch too",
+                        "the parameters are gathered once, after the optimizer step"))
+    return Worked(question, ratio, solution, mistakes, params={"n_ranks": n, "m": m})
 
 
 def _pp_send(rng) -> Worked:
@@ -174,8 +204,11 @@ EXERCISES = (
              "ZeRO-3: 2 all-gathers + 1 reduce-scatter, (N-1)/N * P each, per micro-batch; DDP: one all-reduce "
              "(chapter 9, ZeRO).", _zero3_vs_dp),
     Exercise("ch09.ep-all-to-all", "EP all-to-all bytes", "MB", 0.02,
-             "Each all-to-all sends (E-1)/E of the routed tokens s k h x 2 bytes; dispatch and combine "
-             "(chapter 9, EP).", _ep_all_to_all),
+             "Each all-to-all sends (E-1)/E of the routed tokens b s k h x 2 bytes, E the expert-parallel group "
+             "size; dispatch and combine (chapter 9, EP).", _ep_all_to_all),
+    Exercise("ch09.zero2-accumulation", "ZeRO-2 under gradient accumulation", "", 0.02,
+             "ZeRO-1 reduce-scatters once per step; ZeRO-2 after every micro-batch; both all-gather once "
+             "(chapter 9, ZeRO).", _zero2_accumulation),
     Exercise("ch09.pp-send", "Pipeline activation send time", "ms", 0.02,
              "t = alpha + A/B with A = b s h x 2 bytes (chapter 9, PP).", _pp_send),
 )

@@ -1,0 +1,56 @@
+"""Alpha-beta times of Rabenseifner's halving-doubling all-reduce and of log-step (PAT-style) all-gather and
+reduce-scatter (chapter 06). The schedules are :mod:`commlab.schedules.halving_doubling` and
+:mod:`commlab.schedules.pat`.
+
+| algorithm | time | source |
+| --- | --- | --- |
+| halving-doubling all-reduce, p = 2^floor(log2 N) | 2 log2(p) alpha + 2 (p-1)/p S/B, plus 2 (alpha + S/B) when N != p | Thakur, Rabenseifner, Gropp, IJHPCA 2005, sec. 4.5 |
+| log-step all-gather / reduce-scatter (Bruck; PAT) | ceil(log2 N) alpha + (N-1)/N S/B, S the whole gathered buffer | Bruck et al. 1997; Jeaugey, arXiv 2506.20252 |
+
+Halving step k sends S/2^(k+1) bytes, so the steps add up to (p-1)/p S each way: the ring's bandwidth term with
+log2 p latency terms instead of p - 1. In this model, on a network where every pair of ranks has the full
+link to itself, halving-doubling is never slower than the ring; rings win on real machines because each ring
+hop joins neighbours (one NVLink, one rail of the fabric), while halving-doubling's partners N/2 apart share
+the links in between. NCCL's own tuner gives PAT a latency of log2(nodes) x (network latency / 3.5) plus a
+still-linear 2.8 us per rank (``tuning.cc``, NCCL 2.23 onwards): its aggregation keeps buffers bounded at the
+price of more, smaller steps for large messages.
+
+>>> round(float(rabenseifner_all_reduce_time_s(14e9, 8, 0.0, 450e9)) * 1e3, 2)   # = ring's 54.44 ms at alpha 0
+54.44
+>>> float(rabenseifner_all_reduce_time_s(8, 1024, 1e-6, 50e9)) * 1e6 < 21      # 20 latency terms, not 2046
+True
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from commlab.errors import CommlabError
+
+
+def _prepare(nbytes, n_ranks, alpha_s, bw_Bps):
+    s, n = np.asarray(nbytes, dtype=float), np.asarray(n_ranks, dtype=float)
+    a, b = np.asarray(alpha_s, dtype=float), np.asarray(bw_Bps, dtype=float)
+    if np.any(s < 0) or np.any(n < 1) or np.any(a < 0) or np.any(b <= 0):
+        raise CommlabError(f"need nbytes >= 0, n_ranks >= 1, alpha_s >= 0 and bw_Bps > 0; got nbytes={nbytes!r}, "
+                           f"n_ranks={n_ranks!r}, alpha_s={alpha_s!r}, bw_Bps={bw_Bps!r}")
+    return s, n, a, b
+
+
+def rabenseifner_all_reduce_time_s(nbytes, n_ranks, alpha_s, bw_Bps):
+    """2 log2(p)(alpha) + 2 (p-1)/p S/B, + 2 (alpha + S/B) when N is not a power of two p."""
+    s, n, a, b = _prepare(nbytes, n_ranks, alpha_s, bw_Bps)
+    log_p = np.floor(np.log2(n))
+    p = 2.0**log_p
+    core = 2 * log_p * a + 2 * (p - 1) / p * s / b
+    return core + np.where(p < n, 2 * (a + s / b), 0.0)
+
+
+def log_step_all_gather_time_s(nbytes, n_ranks, alpha_s, bw_Bps):
+    """ceil(log2 N) alpha + (N-1)/N S/B (Bruck's all-gather, the logical schedule of PAT)."""
+    s, n, a, b = _prepare(nbytes, n_ranks, alpha_s, bw_Bps)
+    return np.ceil(np.log2(n)) * a + (n - 1) / n * s / b
+
+
+def log_step_reduce_scatter_time_s(nbytes, n_ranks, alpha_s, bw_Bps):
+    """The same as the all-gather, run backwards: ceil(log2 N) alpha + (N-1)/N S/B."""
+    return log_step_all_gather_time_s(nbytes, n_ranks, alpha_s, bw_Bps)
