@@ -98,7 +98,8 @@ def pat(op: str, shape: Shape, s: np.ndarray) -> Terms:
 
 
 def nvls_ring(op: str, shape: Shape, s: np.ndarray) -> Terms:
-    """NVLS inside (NCCL's table for one domain), a ring across domains on each GPU's 1/d, pipelined."""
+    """NVLS inside (NCCL's table for one domain), a ring across domains on each GPU's 1/d (its best protocol),
+    pipelined: the latencies add, the slowest part sets the pace."""
     one = shape.cluster.machine(min(shape.nodes, shape.cluster.nodes_per_domain))
     entry = nccl_tuning_table(op, one, realized=True)[("NVLS", "Simple")]
     lat_s = entry.latency_us * 1e-6
@@ -107,19 +108,25 @@ def nvls_ring(op: str, shape: Shape, s: np.ndarray) -> Terms:
     big_d = shape.domains
     if big_d > 1:
         pattern = ring_pattern(shape, 2.0 * (big_d - 1) / big_d)
-        steps = 2 * (big_d - 1)
-        lat_s += (steps * (shape.net_latency_us("Simple") + shape.extra_hops_us(pattern.top))) * 1e-6
-        levels["nic"] = pattern.out * s / (shape.network_GBps * 1e9)
+        bw = {"nic": _per_gpu_net(shape)}
         for i, g in enumerate(shape.groups):
-            levels[g.name] = pattern.up[i] * g.taper * s / (shape.network_GBps * 1e9)
-        what += f" + {steps} network ring steps of {shape.net_latency_us('Simple'):g} us"
-    total = lat_s + np.max(np.vstack(list(levels.values())), axis=0)
-    return Terms(total, np.full(s.shape, lat_s), _only_the_max(levels), what)
+            if pattern.up[i] > 0:
+                bw[g.name] = _per_gpu_net(shape) * pattern.out / (pattern.up[i] * g.taper)
+        steps = 2 * (big_d - 1)
+        ring = steps_time(shape, [Step("net", steps, s / (shape.gpus_per_domain * big_d), bw,
+                                       shape.extra_hops_us(pattern.top))], base=False)
+        lat_s = lat_s + ring.latency_s
+        for name, t in ring.levels.items():
+            levels[name] = levels.get(name, 0.0) + t
+        what += f" + {steps} network ring steps"
+    total = lat_s + np.max(np.vstack([np.broadcast_to(v, s.shape) for v in levels.values()]), axis=0)
+    return Terms(total, np.broadcast_to(lat_s, s.shape), _only_the_max(levels), what)
 
 
 def _only_the_max(levels: dict) -> dict:
     """In a pipeline only the slowest part counts: keep it, zero the others (per size)."""
-    stack = np.vstack(list(levels.values()))
+    shape = np.broadcast_shapes(*(np.shape(v) for v in levels.values()))
+    stack = np.vstack([np.broadcast_to(v, shape) for v in levels.values()])
     best = np.argmax(stack, axis=0)
     return {k: np.where(best == i, v, 0.0) for i, (k, v) in enumerate(levels.items())}
 

@@ -26,7 +26,7 @@ static ECMP hashing makes flows collide, which it leaves out.
 >>> s = Shape.of(preset("h100-16k-roce"), 2048)
 >>> s.gpus, s.domains, [(g.name, g.domains, g.taper) for g in s.groups]
 (16384, 2048, [('leaf', 2, 1.0), ('pod', 384, 7.0)])
->>> round(ring_pattern(s, 2.0).up[1] * s.groups[1].taper / ring_pattern(s, 2.0).out, 4)   # last pod: 7 / 128
+>>> round(float(ring_pattern(s, 2.0).up[1] * s.groups[1].taper / ring_pattern(s, 2.0).out), 4)   # last pod: 7/128
 0.0547
 """
 from __future__ import annotations
@@ -162,7 +162,7 @@ def ring_pattern(shape: Shape, factor: float) -> Pattern:
     for level, g in enumerate(shape.groups, start=1):
         sizes = _group_sizes(shape.domains, g.domains)
         crossing = len(sizes) > 1
-        ups.append(factor / sizes.min() if crossing else 0.0)
+        ups.append(float(factor / sizes.min()) if crossing else 0.0)
         top = level if crossing else top
     return Pattern(factor, tuple(ups), top)
 
@@ -229,7 +229,7 @@ def reduction_pattern(shape: Shape) -> Pattern:
     for level, g in enumerate(shape.groups, start=1):
         sizes = _group_sizes(shape.domains, g.domains)
         crossing = len(sizes) > 1
-        ups.append(1.0 / sizes.min() if crossing else 0.0)
+        ups.append(float(1.0 / sizes.min()) if crossing else 0.0)
         top = level if crossing else top
     return Pattern(1.0 if shape.domains > 1 else 0.0, tuple(ups), top)
 
