@@ -109,6 +109,10 @@ def pick_fastest(candidates: list[Terms]) -> Terms:
 def _latency_words(algo: str, op: str, shape: Shape, proto: str) -> str:
     steps = net_steps(algo, op, shape.domains)
     if steps == 0:
-        return f"NCCL's {algo} latency inside one NVLink domain"
-    return (f"{steps:g} network steps of NCCL's {shape.net_latency_us(proto, 'Ring' if algo == 'ring' else 'Tree'):g} "
-            f"us ({proto})")
+        return f"NCCL's {algo} latency inside one NVLink domain ({proto})"
+    hop = shape.net_latency_us(proto, "Ring" if algo == "ring" else "Tree")
+    if algo == "ring":
+        n = shape.gpus
+        total = 2 * (n - 1) if op == "all_reduce" else n - 1 if op in ("all_gather", "reduce_scatter") else n
+        return f"{total} ring steps, {steps:g} of them between nodes at NCCL's {hop:g} us ({proto})"
+    return f"{steps:g} tree hops between nodes at NCCL's {hop:g} us ({proto})"
