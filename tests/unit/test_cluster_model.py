@@ -231,3 +231,28 @@ def test_sweep_over_nodes_and_bad_input():
                         (("all_reduce", [8], "dgx-h100-ndr", 2, "pat"), "does not run all_reduce")):
         with pytest.raises(CommlabError, match=words):
             cluster_cost(*args)
+
+
+def test_a_group_keeps_its_nodes_leaves_and_pods_and_its_share_of_the_nics():
+    from commlab.cluster.groups import group_span, group_view
+
+    for name in ("dgx-h100-ndr", "h100-16k-roce", "aws-p4de"):
+        c = preset(name)
+        for per_node in (1, 2, 4):
+            view = group_view(c, per_node)
+            full, part = Shape.of(c, 256), Shape.of(view, 256)
+            assert [g.domains for g in part.groups] == [g.domains for g in full.groups]
+            assert part.network_GBps * c.gpus_per_node == pytest.approx(full.network_GBps * per_node, rel=0.3)
+            assert view.nic_Gbps * view.nics_per_node == pytest.approx(c.nic_Gbps * c.nics_per_node * per_node / 8)
+    assert group_span(4096, 4, 8) == (2, 2048)
+
+
+def test_a_ring_crosses_the_network_once_per_node_so_more_ranks_per_node_share_the_traffic():
+    """Reduce-scatter over 256 nodes: with 2 ranks per node (each with its NIC) the ring sends (N-1)/N S out of
+    each node over 2 NICs; with 1 rank per node over 1: half the NIC time per byte."""
+    from commlab.cluster.groups import group_view
+
+    big = np.array([2.0**34, 2.0**35])
+    one = cluster_cost("reduce_scatter", big, group_view(preset("dgx-h100-ndr"), 1), 256, "ring")
+    two = cluster_cost("reduce_scatter", big, group_view(preset("dgx-h100-ndr"), 2), 256, "ring")
+    assert _slope(one, "ring") / _slope(two, "ring") == pytest.approx(2.0, rel=0.05)
