@@ -1,18 +1,24 @@
 """The algorithms a cluster can run a collective with, which collectives each one does, and where it comes from.
 
-| name | collectives | what it is | time from |
-| --- | --- | --- | --- |
-| ``flat-ring`` | all-reduce, all-gather, reduce-scatter, broadcast, reduce | one ring through every GPU in rank order; each step waits for its slowest hop (a network hop through one NIC) | steps (:mod:`~commlab.cluster.analytic`) |
-| ``ring`` | the same | NCCL's rings: one channel per NIC, NVLink inside a node, the network only between nodes | NCCL's tuner (:func:`commlab.cost.predict`) + the fabric |
-| ``tree`` | all-reduce | NCCL's double binary tree across nodes, chains inside | NCCL's tuner + the fabric |
-| ``nvls-tree`` | all-reduce (all-gather, reduce-scatter on one domain) | NVLink SHARP inside the node, NCCL's tree across (NVLSTree); NCCL's NVLS alone on one NVLink domain | NCCL's tuner + the fabric |
-| ``nvls-ring`` | all-reduce | NVLink SHARP reduce-scatter inside, a ring all-reduce of each GPU's 1/d across nodes on its rail, NVLink SHARP all-gather | steps, NVLS from NCCL's table |
-| ``collnet-direct`` | all-reduce (all-gather, reduce-scatter with a NIC per GPU) | SHARP: every GPU sends its share to the switches through its own NIC (NCCL's CollNetDirect) | NCCL's CollNet formulas (:mod:`~commlab.cluster.sharp`) |
-| ``collnet-chain`` | all-reduce | SHARP fed by a chain through the node (NCCL's CollNetChain) | NCCL's CollNet formulas |
-| ``nvls-sharp`` | all-reduce | NVLink SHARP inside, InfiniBand SHARP across (NCCL's NVLS algorithm with CollNet) | NCCL's NVLS formulas |
-| ``rabenseifner`` | all-reduce, all-gather, reduce-scatter | recursive halving / doubling: log2 N steps, the big halves to the far partners | steps |
-| ``pat`` | all-gather, reduce-scatter | PAT's order (NCCL 2.23): log2 N steps, the big pieces to the near partners (NVLink) | steps |
-| ``direct`` | all-to-all, scatter, gather | every GPU sends straight to every other (through PXN on a rail-optimised fabric) | steps |
+* ``flat-ring`` (all-reduce, all-gather, reduce-scatter, broadcast, reduce): one ring through every GPU in rank
+  order; each step waits for its slowest hop, a network hop through one NIC (steps, :mod:`~commlab.cluster.analytic`);
+* ``ring`` (the same collectives): NCCL's rings, one channel per NIC, NVLink inside a node, the network only
+  between nodes (NCCL's tuner, :func:`commlab.cost.predict`, plus the fabric);
+* ``tree`` (all-reduce): NCCL's double binary tree across nodes, chains inside (NCCL's tuner plus the fabric);
+* ``nvls-tree`` (all-reduce; all-gather and reduce-scatter on one domain): NVLink SHARP inside the node, NCCL's
+  tree across (NVLSTree); NCCL's NVLS alone on one NVLink domain (NCCL's tuner plus the fabric);
+* ``nvls-ring`` (all-reduce): NVLink SHARP reduce-scatter inside, a ring all-reduce of each GPU's 1/d across
+  nodes on its rail, NVLink SHARP all-gather (steps, NVLS from NCCL's table);
+* ``collnet-direct`` (all-reduce; all-gather and reduce-scatter with a NIC per GPU): SHARP, every GPU sending its
+  share to the switches through its own NIC (NCCL's CollNetDirect formulas, :mod:`~commlab.cluster.sharp`);
+* ``collnet-chain`` (all-reduce): SHARP fed by a chain through the node (NCCL's CollNetChain formulas);
+* ``nvls-sharp`` (all-reduce): NVLink SHARP inside, InfiniBand SHARP across (NCCL's NVLS with CollNet);
+* ``rabenseifner`` (all-reduce, all-gather, reduce-scatter): recursive halving / doubling, log2 N steps, the big
+  halves to the far partners (steps);
+* ``pat`` (all-gather, reduce-scatter): PAT's order (NCCL 2.23), log2 N steps, the big pieces to the near
+  partners on NVLink (steps);
+* ``direct`` (all-to-all, scatter, gather): every GPU sends straight to every other, through PXN on a
+  rail-optimised fabric (steps).
 
 NCCL picks among ``ring``, ``tree`` and ``nvls-tree`` by itself (CollNet is off unless
 ``NCCL_COLLNET_ENABLE=1``); the others are what-ifs a reader can set against it.

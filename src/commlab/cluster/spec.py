@@ -190,7 +190,8 @@ class Cluster:
         top, per = self.max_nodes, self.nodes_per_domain
         if n is None or n < 1 or n > top:
             raise CommlabError(f"cluster {self.name} connects 1 to {top} nodes of {self.gpus_per_node} GPUs "
-                               f"({self.fabric.max_nics} NIC ports, {self.nics_per_node} per node); got nodes={nodes!r}")
+                               f"({self.fabric.max_nics} NIC ports, {self.nics_per_node} per node); "
+                               f"got nodes={nodes!r}")
         if n > per and n % per:
             raise CommlabError(f"cluster {self.name}: {n} nodes do not fill whole NVLink domains of {per} nodes "
                                f"({self.gpus_per_domain} GPUs); use up to {per} nodes or a multiple of {per}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from matplotlib.patches import FancyBboxPatch, Rectangle
 
-from commlab.viz.style import ALARM, INK, MUTED, RANK_COLORS, ink_on
+from commlab.viz.style import ALARM, INK, MUTED, RANK_COLORS
 
 FONT = 10
 _Y = {"gpu": 0.0, "leaf": 2.2, "spine": 3.7, "core": 5.2}

@@ -109,8 +109,8 @@ def _interruptions(rng) -> Worked:
     hours = straggler.hours_between_interruptions(gpus)
     question = (f"Meta's Llama 3 405B run saw {straggler.LLAMA3_UNEXPECTED} unexpected interruptions in "
                 f"{straggler.LLAMA3_DAYS} days on {straggler.LLAMA3_GPUS:,} GPUs. If failures scale with the number "
-                f"of GPUs, how many hours pass between interruptions of a job on {gpus:,} GPUs, on average (a plain number of "
-                "hours)?")
+                f"of GPUs, how many hours pass between interruptions of a job on {gpus:,} GPUs, on average (a plain "
+                "number of hours)?")
     per = straggler.LLAMA3_DAYS * 24 / straggler.LLAMA3_UNEXPECTED
     solution = (f"{straggler.LLAMA3_DAYS} x 24 h / {straggler.LLAMA3_UNEXPECTED} = {num(per)} h at "
                 f"{straggler.LLAMA3_GPUS:,} GPUs; x {straggler.LLAMA3_GPUS:,} / {gpus:,} = {num(hours)} h.")
