@@ -103,7 +103,8 @@ def _cost(args) -> int:
     if args.json:
         print_json(_cost_json(result))
         return 0
-    print(f"{result.op} of {format_nbytes(nbytes)} on {result.nodes} nodes of {c.name} ({result.n_ranks} GPUs)")
+    shown = format_nbytes(nbytes, binary=nbytes % 1024 == 0)
+    print(f"{result.op} of {shown} on {result.nodes} nodes of {c.name} ({result.n_ranks} GPUs)")
     print(f"  {'algorithm':<15s} {'time':>10s} {'busbw GB/s':>11s}  bottleneck")
     for name, a in result.algos.items():
         if a.available:
