@@ -63,6 +63,7 @@ def test_the_explorer_redraws_and_follows_the_collective():
     assert ex.image.value and not ex.text.value
     ex.controls["op"].value = "all_to_all"
     assert list(ex.controls["algo"].options) == ["direct"] and ex.controls["algo"].value == "direct"
+    assert not ex.text.value                                              # no transient "does not run" message
     ex.controls["preset"].value = "dgx-2"
     ex.controls["nodes"].value = 2048                                      # more than its fabric connects
     assert "connects 1 to 81 nodes" in ex.text.value

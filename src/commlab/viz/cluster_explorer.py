@@ -101,13 +101,11 @@ def cluster_explorer(preset: str = "dgx-h100-ndr", nodes: int = 64, op: str = "a
         "algo": widgets.Dropdown(options=list(algorithms_for(op)), value=algo, description="algorithm"),
         "nbytes": choice_slider("size", SIZES_NBYTES, nbytes, size_label),
     }
-    explorer = Explorer(controls, cluster_figure)
-
     def follow(change) -> None:                             # the algorithm list follows the collective
         algos = list(algorithms_for(change["new"]))
         current = controls["algo"].value
         controls["algo"].options = algos
         controls["algo"].value = current if current in algos else algos[0]
 
-    controls["op"].observe(follow, names="value")
-    return explorer
+    controls["op"].observe(follow, names="value")          # before the explorer's own observer: it runs first
+    return Explorer(controls, cluster_figure)
