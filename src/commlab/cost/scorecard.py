@@ -8,6 +8,10 @@ times, so anyone can recompute the errors. Relative error = ``|model / measured 
 
 Goals (issue 13): fitted median <= 5% and p90 <= 12% on every log of >= 8 rows; predicted median <= 25% and
 <= 15% in the bandwidth regime on every log whose machine can be described.
+
+The cluster model (:mod:`commlab.cluster`, issue 19) adds a third column on the logs whose run fills whole nodes
+of a cluster preset (the multi-node logs 08-13, and 07): per row the time of the algorithm NCCL picks, with the
+fabric added, or the ``direct`` model for scatter; goal: median <= 20% in the bandwidth regime.
 """
 from __future__ import annotations
 
@@ -22,6 +26,8 @@ from commlab.errors import CommlabError
 
 FIT_MEDIAN_GOAL, FIT_P90_GOAL = 0.05, 0.12
 PREDICTED_MEDIAN_GOAL, PREDICTED_BW_GOAL = 0.25, 0.15
+#: The cluster model's goal on the multi-node logs (issue 19), in the bandwidth regime.
+CLUSTER_BW_GOAL = 0.20
 #: The bandwidth regime of the goals: sizes from 64 MiB.
 BW_REGIME_NBYTES = 64 * 2**20
 #: Logs with fewer rows are scored but the fitted goals do not apply.
@@ -38,6 +44,10 @@ class RowScore:
     """The fitted regime the row falls in (its protocol attribution)."""
     predicted_pair: str | None
     """The (algorithm/protocol) the predictive model says NCCL picks."""
+    cluster_time_us: float | None = None
+    """The cluster model's time (:mod:`commlab.cluster`), where the log's machine is a cluster preset."""
+    cluster_algo: str | None = None
+    cluster_bottleneck: str | None = None
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,9 @@ class LogScore:
     machine_note: str
     """Where the machine description comes from, or why there is none / no prediction."""
     rows: tuple[RowScore, ...]
+    cluster: str | None = None
+    """The cluster preset and node count the cluster model used ("aws-p5 x 2"), or None."""
+    cluster_note: str = ""
 
     @property
     def n_rows(self) -> int:
@@ -85,6 +98,21 @@ class LogScore:
         e = self._errors("predicted_time_us", BW_REGIME_NBYTES)
         return float(np.median(e)) if e.size else None
 
+    @property
+    def cluster_median(self) -> float | None:
+        e = self._errors("cluster_time_us")
+        return float(np.median(e)) if e.size else None
+
+    @property
+    def cluster_bw_median(self) -> float | None:
+        e = self._errors("cluster_time_us", BW_REGIME_NBYTES)
+        return float(np.median(e)) if e.size else None
+
+    def meets_cluster_goal(self) -> bool | None:
+        """None when there is no cluster prediction in the bandwidth regime."""
+        bw = self.cluster_bw_median
+        return None if bw is None else bw <= CLUSTER_BW_GOAL
+
     def meets_fitted_goals(self) -> bool | None:
         """None when the goals do not apply (fewer than GOAL_MIN_ROWS rows)."""
         if self.n_rows < GOAL_MIN_ROWS or self.fitted_median is None:
@@ -107,11 +135,16 @@ class LogScore:
             "predicted": {"median_error": self.predicted_median, "bw_regime_median_error": self.predicted_bw_median,
                           "meets_goals": self.meets_predicted_goals()},
             "machine": self.machine.describe() if self.machine else None, "machine_note": self.machine_note,
+            "cluster": {"preset": self.cluster, "median_error": self.cluster_median,
+                        "bw_regime_median_error": self.cluster_bw_median, "meets_goal": self.meets_cluster_goal(),
+                        "note": self.cluster_note},
         }
         if rows:
             out["row_times"] = [{"size_bytes": r.size_bytes, "measured_time_us": r.measured_time_us,
                                  "fitted_time_us": r.fitted_time_us, "predicted_time_us": r.predicted_time_us,
-                                 "regime": r.regime, "predicted_pair": r.predicted_pair} for r in self.rows]
+                                 "regime": r.regime, "predicted_pair": r.predicted_pair,
+                                 "cluster_time_us": r.cluster_time_us, "cluster_algo": r.cluster_algo,
+                                 "cluster_bottleneck": r.cluster_bottleneck} for r in self.rows]
         return out
 
 
@@ -145,8 +178,23 @@ def _predict(log, s: np.ndarray, machine: Machine | None) -> tuple[np.ndarray | 
     return p.time_s * 1e6, p.pairs(), why
 
 
-def score_log(log, name: str, machine: Machine | None = None, machine_note: str = "") -> LogScore:
-    """Score one parsed log (``commlab.nccl.parse_log``); ``machine`` enables the prediction."""
+def _cluster(log, s: np.ndarray, cluster: tuple[str, int] | None) -> tuple[list, str]:
+    """Per row (time_us, algorithm, bottleneck) of the cluster model, and the column's note."""
+    from commlab.cluster.scoring import cluster_rows
+
+    if cluster is None:
+        return [(None, None, None)] * len(s), ""
+    got = cluster_rows(log.collective, s, cluster[0], cluster[1], log.n_ranks)
+    if got is None:
+        return [(None, None, None)] * len(s), f"the cluster model does not cost {log.collective} on this log"
+    times, algos, bottlenecks = got
+    return [(float(t), a, b) for t, a, b in zip(times, algos, bottlenecks)], ""
+
+
+def score_log(log, name: str, machine: Machine | None = None, machine_note: str = "",
+              cluster: tuple[str, int] | None = None, cluster_note: str = "") -> LogScore:
+    """Score one parsed log (``commlab.nccl.parse_log``); ``machine`` enables the prediction, ``cluster``
+    (preset name, nodes) the cluster model's column."""
     s, t = measured_points(log)
     fit, problem = None, None
     try:
@@ -157,11 +205,14 @@ def score_log(log, name: str, machine: Machine | None = None, machine_note: str 
     note = "; ".join(x for x in (machine_note, why) if x)
     fitted = fit.time_s(s) * 1e6 if fit else [None] * len(s)
     regimes = list(fit.regime_label(s)) if fit else [None] * len(s)
+    per_row, why_not = _cluster(log, s, cluster)
     rows = tuple(RowScore(int(si), float(ti), None if f is None else float(f), None if pred is None else float(p),
-                          None if g is None else str(g), None if pairs is None else pairs[i])
+                          None if g is None else str(g), None if pairs is None else pairs[i], *per_row[i])
                  for i, (si, ti, f, g, p) in enumerate(zip(s, t, fitted, regimes,
                                                            pred if pred is not None else [None] * len(s))))
-    return LogScore(name, log.collective, log.n_ranks, fit, problem, machine, note, rows)
+    label = None if cluster is None or why_not else f"{cluster[0]} x {cluster[1]}"
+    return LogScore(name, log.collective, log.n_ranks, fit, problem, machine, note, rows, label,
+                    "; ".join(x for x in (cluster_note, why_not) if x))
 
 
 def shipped_machine(path: Path) -> tuple[Machine | None, str]:
@@ -173,6 +224,17 @@ def shipped_machine(path: Path) -> tuple[Machine | None, str]:
         return None, ""
     fm = fixture_machine(path.name[:2])
     return fm.machine, fm.why + (f" | outside the model: {fm.outside_model}" if fm.outside_model else "")
+
+
+def shipped_cluster(path: Path) -> tuple[tuple[str, int] | None, str]:
+    """The cluster preset and nodes of a shipped log (by file name), with its note; (None, why) otherwise."""
+    from commlab.cluster.scoring import fixture_cluster
+    from commlab.nccl.examples import nccl_tests_logs
+
+    if path.name not in {p.name for p in nccl_tests_logs()}:
+        return None, "not a shipped log: no cluster preset"
+    name, nodes, note = fixture_cluster(int(path.name[:2]))
+    return (None, note) if name is None else ((name, nodes), note)
 
 
 def score_file(path: str | Path, machine: Machine | None = None, text: str | None = None) -> LogScore:
@@ -195,7 +257,8 @@ def score_file(path: str | Path, machine: Machine | None = None, text: str | Non
             note = f"cannot be described: {note}"
     if not log.rows:
         raise CommlabError(f"no nccl-tests table rows in LOG {str(path)!r}")
-    return score_log(log, path.name, machine, note)
+    cluster, cluster_note = shipped_cluster(path)
+    return score_log(log, path.name, machine, note, cluster, cluster_note)
 
 
 def scorecard(paths=None, machine: Machine | None = None) -> list[LogScore]:
@@ -211,16 +274,23 @@ def _pct(x: float | None) -> str:
 
 def format_scorecard(scores: list[LogScore]) -> list[str]:
     """The text table: one line per log, then the goals."""
-    head = f"{'log':<40s} {'rows':>4s} {'fit med':>8s} {'fit p90':>8s} {'pred med':>9s} {'pred>=64M':>9s}  machine"
+    head = (f"{'log':<40s} {'rows':>4s} {'fit med':>8s} {'fit p90':>8s} {'pred med':>9s} {'pred>=64M':>9s} "
+            f"{'clus med':>9s} {'clus>=64M':>9s}  machine")
     lines = [head, "-" * len(head)]
     for sc in scores:
         machine = sc.machine.describe() if sc.machine else f"({sc.machine_note})" if sc.machine_note else "-"
         lines.append(f"{sc.name[:40]:<40s} {sc.n_rows:>4d} {_pct(sc.fitted_median):>8s} {_pct(sc.fitted_p90):>8s} "
-                     f"{_pct(sc.predicted_median):>9s} {_pct(sc.predicted_bw_median):>9s}  {machine}")
+                     f"{_pct(sc.predicted_median):>9s} {_pct(sc.predicted_bw_median):>9s} "
+                     f"{_pct(sc.cluster_median):>9s} {_pct(sc.cluster_bw_median):>9s}  {machine}")
     fit_ok = [s.meets_fitted_goals() for s in scores if s.meets_fitted_goals() is not None]
     pred_ok = [s.meets_predicted_goals() for s in scores if s.meets_predicted_goals() is not None]
     lines.append(f"fitted goals (median <= {FIT_MEDIAN_GOAL:.0%}, p90 <= {FIT_P90_GOAL:.0%}, logs of >= "
                  f"{GOAL_MIN_ROWS} rows): met on {sum(fit_ok)} of {len(fit_ok)}")
     lines.append(f"predicted goals (median <= {PREDICTED_MEDIAN_GOAL:.0%}, >= 64 MiB <= {PREDICTED_BW_GOAL:.0%}): "
                  f"met on {sum(pred_ok)} of {len(pred_ok)} described logs")
+    clus = [(s.name[:2], s.cluster, s.meets_cluster_goal()) for s in scores if s.meets_cluster_goal() is not None]
+    if clus:
+        presets = ", ".join(f"{k}: {c}" for k, c, _ in clus)
+        lines.append(f"cluster goal (>= 64 MiB <= {CLUSTER_BW_GOAL:.0%}): met on {sum(ok for _, _, ok in clus)} of "
+                     f"{len(clus)} logs on a cluster preset ({presets})")
     return lines

@@ -13,7 +13,7 @@ from commlab.errors import CommlabError
 from commlab.exercises.model import Exercise, Worked
 from commlab.exercises.seeding import current_learner, rng_for
 
-CHAPTERS = ("01", "02", "03", "04", "05", "06", "07", "08", "09", "10")
+CHAPTERS = ("01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11")
 
 
 def _load() -> MappingProxyType:
