@@ -113,5 +113,5 @@ def test_cluster_validation():
 def test_show_lines_name_the_sources_and_the_machine():
     lines = preset("aws-p5").describe()
     text = "\n".join(lines)
-    assert "https://aws.amazon.com/ec2/instance-types/p5/" in text and "net=efa,cpu=amd" in text
+    assert "https://aws.amazon.com/ec2/instance-types/p5/" in text and "net=efa-p5,cpu=amd" in text
     assert "assumed:" in text                                             # the cloud fabric's shape is an assumption

@@ -32,6 +32,7 @@ from pathlib import Path
 from commlab.cluster.levels import Shape
 from commlab.cost import nccl_constants as K
 from commlab.errors import CommlabError
+from commlab.output import check_writable_dir, write_atomic
 
 #: HBM bandwidth per GPU, GB/s (ASTRA-sim's local-mem-bw): NVIDIA data sheets (V100 SXM 900, A100 80GB 2,039,
 #: H100 SXM 3,350, H200 4,800, B200 and GB200 8,000)
@@ -119,22 +120,11 @@ HERE=$(dirname "$(realpath "$0")")
 
 def export(shape: Shape, out_dir: str | Path, algo: str = "ring") -> list[Path]:
     """Write network.yml, system.json, remote_memory.json and run.sh under ``out_dir``; return their paths."""
-    out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CommlabError(f"cannot create --out {str(out)!r}: {exc.strerror or exc}") from None
+    out = check_writable_dir(out_dir, f"--out {str(out_dir)!r}")
     files = {"network.yml": network_yaml(shape),
              "system.json": json.dumps(system_json(shape, algo), indent=4) + "\n",
              "remote_memory.json": json.dumps({"memory-type": "NO_MEMORY_EXPANSION"}, indent=4) + "\n",
              "run.sh": _RUN.format(name=shape.cluster.name, nodes=shape.nodes, gpus=shape.gpus)}
-    written = []
-    for name, text in files.items():
-        path = out / name
-        try:
-            path.write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise CommlabError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
-        written.append(path)
+    written = [write_atomic(out / name, text) for name, text in files.items()]
     (out / "run.sh").chmod(0o755)
     return written

@@ -98,7 +98,7 @@ def _aws_p4de() -> Cluster:
 def _aws_p5() -> Cluster:
     return Cluster(
         "aws-p5", "AWS p5.48xlarge: 8 x H100 on NVSwitch, 32 x 100 Gb/s EFA = 8 NCCL devices of 400 Gb/s (log 09)",
-        "h100", 8, 8, 400, "efa",
+        "h100", 8, 8, 400, "efa-p5",
         Fabric(levels=3, leaf_nics=32, pod_leaves=32, pods=20, oversubscription=(1.0, 1.0), rail_optimised=False,
                switch="not published (EC2 UltraCluster)", radix=64, switch_latency_us=1.0),
         ("Amazon EC2 P5 instances: p5.48xlarge, 8 H100, 3,200 Gb/s EFA, UltraClusters of up to 20,000 GPUs, AMD "
@@ -109,7 +109,7 @@ def _aws_p5() -> Cluster:
 def _gcp_a3_mega() -> Cluster:
     return Cluster(
         "gcp-a3-mega", "GCP a3-megagpu-8g: 8 x H100 on NVSwitch, 8 x 200 Gb/s GPUDirect-TCPXO (log 12)",
-        "h100", 8, 8, 200, "socket",
+        "h100", 8, 8, 200, "tcpxo",
         Fabric(levels=3, leaf_nics=32, pod_leaves=32, pods=8, oversubscription=(1.0, 1.0), rail_optimised=False,
                switch="not published (Google Jupiter)", radix=64, switch_latency_us=1.0),
         ("Google Cloud accelerator-optimized machines, A3 Mega: 8 H100, 8 NICs of 200 Gb/s (1,600 Gb/s) for "
@@ -134,7 +134,7 @@ def _oci_a100() -> Cluster:
 def _gke_a4() -> Cluster:
     return Cluster(
         "gke-a4", "GCP A4 (a4-highgpu-8g): 8 x B200 on NVLink 5 NVSwitch, 8 x 400 Gb/s RoCE (log 13)",
-        "b200", 8, 8, 400, "roce",
+        "b200", 8, 8, 400, "gib",
         Fabric(levels=3, leaf_nics=32, pod_leaves=32, pods=16, oversubscription=(1.0, 1.0), rail_optimised=False,
                switch="not published (Google RDMA network)", radix=64, switch_latency_us=1.0),
         ("Google Cloud accelerator-optimized machines, A4: 8 B200, 8 ConnectX-7 400 Gb/s RDMA (RoCE) NICs, "
