@@ -49,7 +49,7 @@ class Code:
         where = mine.shown(self.path)
 
         def missing(*args, **kwargs):
-            raise NotImplementedError(f"{name} is not in {where}: run its 'your turn' cell in labs/{self.lab}.ipynb")
+            raise NotImplementedError(f"{name} is missing from {where}")
 
         missing.__name__ = name
         return missing

@@ -146,8 +146,9 @@ def _logged(ops: list[Op]) -> list[dict]:
              "input_dtypes": ["Float"] if op.numel else [], "state": None, "retired": None} for k, op in enumerate(ops, 1)]
 
 
-def step_in_rank(rank: int, n_ranks: int, fault: Fault, folder: str, group_timeout_s, debug: str | None):
-    """Inside a rank: make the fault's group, run this rank's calls, write its record; returns its error."""
+def step_here(rank: int, n_ranks: int, fault: Fault, group_timeout_s, debug: str | None = None) -> dict:
+    """This rank's part of ``fault`` on a new group: {"rank", "error", "entries", "log"} (for 'dies', the
+    faulty rank exits instead of returning). The group's ``timeout`` is ``group_timeout_s`` (None: torch's)."""
     from datetime import timedelta
 
     import torch.distributed as dist
@@ -155,8 +156,9 @@ def step_in_rank(rank: int, n_ranks: int, fault: Fault, folder: str, group_timeo
     if debug:
         os.environ["TORCH_DISTRIBUTED_DEBUG"] = debug
         dist.set_debug_level_from_env()      # torch read it at import, in the notebook; read it again here
-    dist.barrier()                            # start together, on the launcher's group
+    dist.barrier()                            # start together, on the group the ranks already share
     entered, error, group_name = [], "", None
+    saved_ifname = os.environ.get("GLOO_SOCKET_IFNAME")
     try:
         if fault.kind == "ifname" and rank == fault.rank:
             os.environ["GLOO_SOCKET_IFNAME"] = bad_interface()
@@ -170,10 +172,19 @@ def step_in_rank(rank: int, n_ranks: int, fault: Fault, folder: str, group_timeo
             os._exit(DIED_EXIT_CODE)          # a crash: no record, no goodbye to the peers
     except Exception as exc:  # noqa: BLE001 - the error torch gives is what the learner reads
         error = f"{type(exc).__name__}: {exc}"
-    entries = flight_recorder_entries(group_name)
-    record = {"rank": rank, "error": error, "entries": entries, "log": _logged(entered)}
+    finally:
+        if saved_ifname is None:
+            os.environ.pop("GLOO_SOCKET_IFNAME", None)
+        else:
+            os.environ["GLOO_SOCKET_IFNAME"] = saved_ifname
+    return {"rank": rank, "error": error, "entries": flight_recorder_entries(group_name), "log": _logged(entered)}
+
+
+def step_in_rank(rank: int, n_ranks: int, fault: Fault, folder: str, group_timeout_s, debug: str | None):
+    """Inside a rank started by :func:`run_fault`: :func:`step_here`, its record written to ``folder``."""
+    record = step_here(rank, n_ranks, fault, group_timeout_s, debug)
     Path(folder, f"rank{rank}.json").write_text(json.dumps(record))
-    return error
+    return record["error"]
 
 
 @dataclass(frozen=True)
@@ -187,15 +198,15 @@ class FaultRun:
     source: str = "the Flight Recorder"
 
 
-def _read(folder: Path, fault: Fault) -> tuple[dict, dict, str]:
-    found = {r: json.loads(p.read_text()) for r in range(fault.n_ranks) if (p := folder / f"rank{r}.json").exists()}
+def from_records(fault: Fault, found: dict[int, dict], launch: str = "") -> FaultRun:
+    """A FaultRun from the per-rank dicts of :func:`step_here` (a rank missing from ``found`` left none)."""
     recorded = any(rec["entries"] for rec in found.values())
     records = {r: None for r in range(fault.n_ranks)}
     for r, rec in found.items():
         records[r] = rec["entries"] if recorded else rec["log"]
     source = ("the Flight Recorder" if recorded or not any(rec["log"] for rec in found.values())
               else "each rank's own log of its calls (this torch's Flight Recorder recorded nothing for gloo)")
-    return records, {r: rec["error"] for r, rec in found.items()}, source
+    return FaultRun(fault, records, {r: rec["error"] for r, rec in found.items()}, launch, source)
 
 
 def run_fault(fault: Fault | str, *, group_timeout_s: float | None = GROUP_TIMEOUT_S, launch_timeout_s: float | None = None,
@@ -219,5 +230,36 @@ def run_fault(fault: Fault | str, *, group_timeout_s: float | None = GROUP_TIMEO
             run_with(config, step_in_rank, (fault, folder, group_timeout_s, debug))
         except RankError as err:
             launch = describe_failure(err, f"the step ({fault.describe()})", limit_s)
-        records, errors, source = _read(Path(folder), fault)
-    return FaultRun(fault, records, errors, launch, source)
+        found = {r: json.loads(p.read_text()) for r in range(fault.n_ranks)
+                 if (p := Path(folder, f"rank{r}.json")).exists()}
+    return from_records(fault, found, launch)
+
+
+def shorten(error: str, width: int = 160) -> str:
+    """An error without gloo's source path prefix, cut to ``width`` characters."""
+    import re
+
+    text = re.sub(r"\[(?:enforce fail at )?/\S+/third_party/gloo/(gloo/\S+)\]", r"[\1]", error)
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def record_text(entries) -> str:
+    """A record in one line: '#1 gloo:all_reduce [[4]], #2 ...', or what is missing."""
+    if entries is None:
+        return "no record"
+    if not entries:
+        return "no collective recorded"
+    return ", ".join(f"#{e['collective_seq_id']} {e['profiling_name']} {e['input_sizes']}" for e in entries)
+
+
+def run_lines(run: FaultRun) -> list[str]:
+    """What a run left, one line per rank: its error, then its record."""
+    lines = [f"{run.fault.describe()}" + (f"; the launcher: {run.launch}" if run.launch else "")]
+    for rank in range(run.fault.n_ranks):
+        error = run.errors.get(rank)
+        if error is None:
+            lines.append(f"  rank {rank}: left no record (it exited, or was stopped, before writing one)")
+            continue
+        lines.append(f"  rank {rank}: {shorten(error) if error else 'finished its step'}")
+        lines.append(f"          recorded: {record_text(run.records.get(rank))}")
+    return lines

@@ -23,6 +23,8 @@ _CONNECTION = re.compile(r"Channel \d+(?:/\d+)? : (\d+)\[[0-9a-fA-F]+\] -> (\d+)
 _RING_ORDER = re.compile(r"Channel \d+/(\d+) :(?:\s+\d+)+\s*$")
 
 #: The debugging goals of the lab and the variable that serves each (NCCL User Guide, torch ProcessGroupNCCL).
+#: A hung collective needs two things: the process group's own ``timeout`` (init_process_group / new_group),
+#: which says when the watchdog gives up, and TORCH_NCCL_ASYNC_ERROR_HANDLING, which says what it does then.
 GOALS = MappingProxyType({
     "see which transports, rings and trees NCCL chose": "NCCL_DEBUG",
     "limit that log to initialisation and the network": "NCCL_DEBUG_SUBSYS",
@@ -31,7 +33,7 @@ GOALS = MappingProxyType({
     "choose which InfiniBand adapters NCCL uses": "NCCL_IB_HCA",
     "test without direct GPU-to-GPU (P2P) copies": "NCCL_P2P_DISABLE",
     "write the topology NCCL detected to a file": "NCCL_TOPO_DUMP_FILE",
-    "make a hung collective fail the job instead of hanging": "TORCH_NCCL_ASYNC_ERROR_HANDLING",
+    "make a hung collective fail the job instead of hanging": ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "timeout"),
 })
 
 
@@ -59,7 +61,7 @@ def answer_log_questions(text: str) -> dict:
 
 
 def env_for_goals() -> dict:
-    """{goal: variable name} for every goal of :data:`GOALS`."""
+    """{goal: variable name (or names)} for every goal of :data:`GOALS`."""
     return dict(GOALS)
 
 
@@ -70,7 +72,11 @@ def peak_busbw_GBps(rows) -> float:
 
 def classify_run(peak_busbw_GBps: float, link_unidir_GBps: float) -> str:
     """"above the link" over 100 % of the link's one-way bandwidth (the switch reduces: NVLS, SHARP), "healthy"
-    from 70 %, "low" below (P2P off, traffic through host memory, a wrong transport)."""
+    from 70 % to 100 % inclusive, "low" below (P2P off, traffic through host memory, a wrong transport).
+
+    >>> [classify_run(p, 100.0) for p in (69.99, 70.0, 100.0, 100.01)]
+    ['low', 'healthy', 'healthy', 'above the link']
+    """
     ratio = peak_busbw_GBps / link_unidir_GBps
     if ratio > 1.0:
         return "above the link"
