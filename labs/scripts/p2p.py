@@ -82,7 +82,9 @@ def worker(rank: int, n_ranks: int, code, sizes_nbytes: list[int], halo_nbytes: 
     ring = _part(problems, "ring_exchange", lambda: lab.exchange_in_group(rank, n_ranks, code.function("ring_exchange"),
                                                                           1024))
     if rank == 0:
-        print(f"p2p lab on {n_ranks} ranks")
+        import torch.distributed as dist
+
+        print(f"p2p lab on {n_ranks} ranks, backend {dist.get_backend()}")
         if pp is not None:
             print(f"ping-pong between ranks 0 and 1 ({pp['backend']}):")
             report_ping_pong(sizes_nbytes, pp)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+from commlab.errors import CommlabError
 from commlab.labs import mine
 
 
@@ -64,7 +65,10 @@ def choose(lab: str, reference: bool = False, folder: str | Path | None = None) 
         return Code(lab, None, "--reference")
     if solutions_enabled():
         return Code(lab, None, f"{ENV_VAR}=1")
-    path = mine.module_path(lab, folder)
+    try:
+        path = mine.module_path(lab, folder)
+    except CommlabError as exc:
+        return Code(lab, None, str(exc))
     if path.exists():
         return Code(lab, path)
     return Code(lab, None, f"there is no {mine.shown(path)} yet (the notebook writes it when you run its "

@@ -236,10 +236,15 @@ def run_fault(fault: Fault | str, *, group_timeout_s: float | None = GROUP_TIMEO
 
 
 def shorten(error: str, width: int = 160) -> str:
-    """An error without gloo's source path prefix, cut to ``width`` characters."""
+    """An error without gloo's source path prefix and DETAIL's tensor options, cut to ``width`` characters.
+
+    >>> shorten("RuntimeError: [/w/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed")
+    'RuntimeError: [gloo/transport/tcp/pair.cc:553] Connection closed'
+    """
     import re
 
     text = re.sub(r"\[(?:enforce fail at )?/\S+/third_party/gloo/(gloo/\S+)\]", r"[\1]", error)
+    text = re.sub(r", TensorDeviceTypes=TensorOptions\(.*?memory_format=\(nullopt\)\)", "", text)
     return text if len(text) <= width else text[:width - 3] + "..."
 
 

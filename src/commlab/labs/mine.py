@@ -44,18 +44,23 @@ _MARKER_LINE = re.compile(r"^# ==== your turn: (?P<tasks>[\w, ]+?)(?: \| (?P<not
 
 
 def mine_dir(folder: str | Path | None = None) -> Path:
-    """The folder of the learner's modules: ``folder``, else ``$COMMLAB_LABS_MINE``, else the book's labs/mine."""
+    """The folder of the learner's modules: ``folder``, else ``$COMMLAB_LABS_MINE``, else labs/mine of the book
+    (the folder with ``book.toml``) above the current directory, above the running script (a lab script started
+    from elsewhere, as a cluster job is), or above the installed package (an editable install)."""
     if folder is not None:
         return Path(folder)
     if os.environ.get(MINE_VAR):
         return Path(os.environ[MINE_VAR])
     from commlab.book import find_root
 
-    try:
-        return find_root() / "labs" / "mine"
-    except CommlabError:
-        raise CommlabError(f"no book.toml above {Path.cwd()}, so no labs/mine folder: run from inside the commlab "
-                           f"repository, or set {MINE_VAR} to the folder of your lab modules") from None
+    script = Path(sys.argv[0]).resolve().parent if sys.argv and sys.argv[0] else None
+    for start in (None, script, Path(__file__).resolve().parent):
+        try:
+            return find_root(start) / "labs" / "mine"
+        except CommlabError:
+            continue
+    raise CommlabError(f"no book.toml above {Path.cwd()}, so no labs/mine folder: run from inside the commlab "
+                       f"repository, or set {MINE_VAR} to the folder of your lab modules")
 
 
 def module_path(lab: str, folder: str | Path | None = None) -> Path:
@@ -274,18 +279,23 @@ class LearnerCodeError(CommlabError):
     """The learner's module cannot be imported (a syntax error, a failing import, ...)."""
 
 
+def _as_written(lab: str):
+    """``reader_or_solution`` inside a learner's module: the function as written."""
+    return lambda fn: fn
+
+
 def load_module(path: Path, lab: str):
     """Import the module at ``path`` afresh (a new module object each call), as ``commlab_mine_<lab>``."""
     name = f"commlab_mine_{lab}"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    module.reader_or_solution = _as_written   # the notebook's decorator, whatever the file's header says
     sys.modules[name] = module          # dataclasses and pickling look their module up here
     try:
         spec.loader.exec_module(module)
     except Exception as exc:  # noqa: BLE001 - the learner's code, reported in one line
         sys.modules.pop(name, None)
-        where = f", line {exc.lineno}" if isinstance(exc, SyntaxError) and exc.lineno else ""
-        raise LearnerCodeError(f"{shown(path)} does not import: {type(exc).__name__}: {exc}{where}") from None
+        raise LearnerCodeError(f"{shown(path)} does not import: {type(exc).__name__}: {exc}") from None
     try:
         import cloudpickle
 

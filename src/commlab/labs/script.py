@@ -79,16 +79,21 @@ def choose_code(lab: str, args: argparse.Namespace):
 
 
 def check_learner(code) -> list[str]:
-    """The lab's checks on the learner's functions, each problem as '<lab>.<task>: <the check's sentence>'.
-    Nothing for the reference; under a launcher, only the checks that start no ranks of their own."""
+    """The lab's checks on the learner's functions, in the notebook's order, up to the first that fails:
+    ['<lab>.<task>: <the check's sentence>'], or [] when all pass. Nothing for the reference; under a launcher,
+    only the checks that start no ranks of their own (the worker checks the rest inside the group)."""
     from commlab.labs import registry
 
     if not code.mine:
         return []
     entry = registry.lab(code.lab)
-    tasks = [t for t in entry.tasks if not (t.ranks and launch.is_launched())]
-    found = [registry.run_task(entry, task, code) for task in tasks]
-    return [f"{code.lab}.{r.task}: {r.problem}" for r in found if r.problem]
+    for task in entry.tasks:
+        if task.ranks and launch.is_launched():
+            continue
+        result = registry.run_task(entry, task, code)
+        if result.problem:
+            return [f"{code.lab}.{result.task}: {result.problem}"]
+    return []
 
 
 def run_script(name: str, args: argparse.Namespace, worker: Callable, prepare: Callable[[argparse.Namespace], tuple],
