@@ -1,7 +1,7 @@
 """The collectives lab as a script: every collective run through torch.distributed and held against
 commlab's numpy reference on every rank, all_reduce rebuilt from reduce_scatter + all_gather, and the bytes
-each rank sends (labs/collectives.ipynb), with your run_collective and all_reduce_by_halves from labs/mine/collectives.py
-(else the reference; the first line says which, ``--reference`` forces it).
+each rank sends (labs/collectives.ipynb), with your run_collective and all_reduce_by_halves from
+labs/mine/collectives.py (else the reference; the first line says which, ``--reference`` forces it).
 
 On one machine, ranks started by this script itself (gloo on CPU, NCCL with a GPU per rank)::
 

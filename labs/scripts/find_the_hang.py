@@ -47,7 +47,8 @@ def faults_for(n_ranks: int, kinds) -> list[hang.Fault]:
     found = []
     for kind in kinds:
         base = hang.FAULTS[kind]
-        found.append(hang.Fault(base.kind, min(base.rank, n_ranks - 1) or (1 if n_ranks > 1 else 0), base.call, n_ranks))
+        rank = min(base.rank, n_ranks - 1) or 1          # never rank 0: on a tie the lowest rank's call is the usual
+        found.append(hang.Fault(base.kind, rank, base.call, n_ranks))
     return found
 
 

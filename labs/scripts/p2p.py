@@ -95,8 +95,8 @@ def worker(rank: int, n_ranks: int, code, sizes_nbytes: list[int], halo_nbytes: 
                   f"{units.format_time(times_s['non-blocking'])} (blocking / non-blocking = "
                   f"{times_s['blocking'] / times_s['non-blocking']:.2f})")
         if ring is not None:
-            print(f"ring exchange on {n_ranks} ranks: "
-                  f"{'every rank received its left neighbour' + chr(39) + 's buffer' if not ring['problems'] else 'WRONG'}")
+            right = "every rank received its left neighbour's buffer"
+            print(f"ring exchange on {n_ranks} ranks: {right if not ring['problems'] else 'WRONG'}")
         for problem in problems:
             print(f"problem: {problem}")
     return not problems

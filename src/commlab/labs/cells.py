@@ -63,7 +63,8 @@ def _decorated(tree: ast.Module) -> list[ast.FunctionDef]:
 def decorated_tasks(source: str) -> tuple[str, ...]:
     """Names of the top-level functions decorated with ``reader_or_solution``, in the cell's order.
 
-    >>> decorated_tasks('@reader_or_solution("x")\\ndef f(): pass\\ndef g(): pass\\n@labs.reader_or_solution("x")\\ndef h(): pass')
+    >>> decorated_tasks('@reader_or_solution("x")\\ndef f(): pass\\ndef g(): pass\\n'
+    ...                 '@labs.reader_or_solution("x")\\ndef h(): pass')
     ('f', 'h')
     """
     tree = _parse(source)
@@ -86,9 +87,11 @@ def is_skeleton(source: str, shipped: frozenset[str] = frozenset()) -> bool:
     """True when the cell is a skeleton: its fingerprint is one the book shipped (``shipped``), or one of its
     decorated functions still raises ``NotImplementedError`` unconditionally.
 
-    >>> is_skeleton('@reader_or_solution("x")\\ndef f(n):\\n    for i in range(n):\\n        raise NotImplementedError("write f")')
+    >>> is_skeleton('@reader_or_solution("x")\\ndef f(n):\\n    for i in range(n):\\n'
+    ...             '        raise NotImplementedError("write f")')
     True
-    >>> is_skeleton('@reader_or_solution("x")\\ndef f(n):\\n    if n < 0:\\n        raise NotImplementedError\\n    return n')
+    >>> is_skeleton('@reader_or_solution("x")\\ndef f(n):\\n    if n < 0:\\n'
+    ...             '        raise NotImplementedError\\n    return n')
     False
     """
     if fingerprint(source) in shipped:

@@ -54,8 +54,8 @@ def grade_lab(entry: registry.Lab, folder: Path, learner: str | None = None,
             done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=env,
                                   cwd=scratch, start_new_session=True)
         except subprocess.TimeoutExpired:
-            return _fail_all(learner, entry, module, f"the checks of {entry.name} did not finish within {timeout_s:g} s "
-                                                     "(a hang at import, or in a function)", timeout_s)
+            return _fail_all(learner, entry, module, f"the checks of {entry.name} did not finish within "
+                                                     f"{timeout_s:g} s (a hang at import, or in a function)", timeout_s)
         if not out.exists():
             tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
             return _fail_all(learner, entry, module, f"the checks of {entry.name} stopped (exit status "

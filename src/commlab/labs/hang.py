@@ -98,7 +98,8 @@ class Fault:
         op = self.step[self.call - 1] if self.call else None
         what = {"skip": f"skips call {self.call} ({op and op.name})",
                 "order": f"swaps calls {self.call} and {self.call + 1}",
-                "size": f"passes {2 * (op.numel or 1) if op else 0} elements instead of {op and op.numel} at call {self.call}",
+                "size": f"passes {2 * (op.numel or 1) if op else 0} elements instead of {op and op.numel} "
+                        f"at call {self.call}",
                 "dies": f"dies before call {self.call}",
                 "ifname": "sets GLOO_SOCKET_IFNAME to an interface this machine does not have"}[self.kind]
         return f"{self.n_ranks} ranks: rank {self.rank} {what}"
@@ -142,8 +143,9 @@ def flight_recorder_entries(group_name: str | None) -> list[dict] | None:
 
 def _logged(ops: list[Op]) -> list[dict]:
     """The calls a rank entered, as Flight Recorder-like entries (for a torch that records nothing for gloo)."""
-    return [{"collective_seq_id": k, "profiling_name": f"gloo:{op.name}", "input_sizes": [[op.numel]] if op.numel else [],
-             "input_dtypes": ["Float"] if op.numel else [], "state": None, "retired": None} for k, op in enumerate(ops, 1)]
+    return [{"collective_seq_id": k, "profiling_name": f"gloo:{op.name}",
+             "input_sizes": [[op.numel]] if op.numel else [], "input_dtypes": ["Float"] if op.numel else [],
+             "state": None, "retired": None} for k, op in enumerate(ops, 1)]
 
 
 def step_here(rank: int, n_ranks: int, fault: Fault, group_timeout_s, debug: str | None = None) -> dict:
@@ -209,8 +211,8 @@ def from_records(fault: Fault, found: dict[int, dict], launch: str = "") -> Faul
     return FaultRun(fault, records, {r: rec["error"] for r, rec in found.items()}, launch, source)
 
 
-def run_fault(fault: Fault | str, *, group_timeout_s: float | None = GROUP_TIMEOUT_S, launch_timeout_s: float | None = None,
-              debug: str | None = None) -> FaultRun:
+def run_fault(fault: Fault | str, *, group_timeout_s: float | None = GROUP_TIMEOUT_S,
+              launch_timeout_s: float | None = None, debug: str | None = None) -> FaultRun:
     """Run ``fault`` (or the name of one of :data:`FAULTS`) on real gloo ranks; see the module docstring.
 
     ``group_timeout_s``: the fault group's own ``timeout`` (None: torch's default, so only the launcher's

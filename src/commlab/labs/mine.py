@@ -105,7 +105,8 @@ class Section:
 
     def cell_source(self) -> str:
         """The body without the import lines the save added for the notebook's modules."""
-        own = [line for line in self.body.splitlines() if not line.endswith(FROM_NOTEBOOK) and not line.startswith(_OTHERS)]
+        own = [line for line in self.body.splitlines()
+               if not line.endswith(FROM_NOTEBOOK) and not line.startswith(_OTHERS)]
         return "\n".join(own).strip() + "\n"
 
 

@@ -127,8 +127,8 @@ def _hint(got, want, nbytes: list[int], bucket_cap_mb, order) -> str:
               "ready: the last parameter first (reverse the list)"),
              (_rule(nbytes, first, cap), "use ready_order when it is given: DDP rebuilds its buckets in the order "
               "the gradients actually arrived"),
-             (_rule(nbytes, first, cap, strict=True, order=order), "DDP adds the parameter, then closes the bucket once "
-              "it holds at least the limit (>=), so a bucket may overshoot it"),
+             (_rule(nbytes, first, cap, strict=True, order=order), "DDP adds the parameter, then closes the bucket "
+              "once it holds at least the limit (>=), so a bucket may overshoot it"),
              (_rule(nbytes, cap, cap, order=order), "with bucket_cap_mb left at None the first bucket closes at "
               "torch.distributed._DEFAULT_FIRST_BUCKET_BYTES (1 MiB), not at 25 MiB"),
              (_rule(nbytes, 1 * MiB, cap, order=order), "a bucket_cap_mb you pass applies to the first bucket too (the "
@@ -150,8 +150,8 @@ def _compare(got, want, nbytes, name: str, bucket_cap_mb, order=None) -> str:
         return ""
     k = next((k for k, (g, w) in enumerate(zip(got, want)) if g != w), min(len(got), len(want)))
     mine = got[k] if k < len(got) else "nothing"
-    return (f"{name}, bucket_cap_mb={shown}: {len(got)} bucket(s), DDP makes {len(want)}; bucket {k} is {mine}, DDP's is "
-            f"{want[k] if k < len(want) else 'nothing'} ({sum(nbytes[i] for i in want[k]) if k < len(want) else 0} "
+    return (f"{name}, bucket_cap_mb={shown}: {len(got)} bucket(s), DDP makes {len(want)}; bucket {k} is {mine}, "
+            f"DDP's is {want[k] if k < len(want) else 'nothing'} ({sum(nbytes[i] for i in want[k]) if k < len(want) else 0} "
             f"bytes){_hint(got, want, nbytes, bucket_cap_mb, order)}")
 
 
@@ -175,7 +175,8 @@ def ddp_buckets(fn, live: bool = True, timeout_s: float = 60.0) -> Outcome:
                 got, failed = call("ddp_buckets", fn, *args, what=f"ddp_buckets(<{name}>, {cap})")
                 if failed:
                     return failed
-                label = name if order is None else f"{name} given ready_order (each weight's gradient before its bias's)"
+                label = name if order is None else (f"{name} given ready_order (each weight's gradient before its "
+                                                    "bias's)")
                 problem = _compare(got, torch_buckets(model, cap, order), nbytes, label, cap, order)
                 if problem:
                     return Outcome(problem=problem)
@@ -251,7 +252,8 @@ def layers_from_model(fn, backward_s: float = 0.010) -> Outcome:
 
     for name, make in (("the lab's model", lab_model), ("a nested model with a half-precision layer", nested_model)):
         counts = _own_counts(make())
-        got, failed = call("layers_from_model", fn, make(), backward_s, what=f"layers_from_model(<{name}>, {backward_s})")
+        got, failed = call("layers_from_model", fn, make(), backward_s,
+                           what=f"layers_from_model(<{name}>, {backward_s})")
         if failed:
             return failed
         got = tuple(got)

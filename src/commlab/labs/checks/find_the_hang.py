@@ -48,7 +48,8 @@ def unseen_cases() -> list[tuple[str, dict, dict | None]]:
     cases.append(("8 ranks: rank 7 swaps calls 3 and 4", rec, {"rank": 7, "call": 3}))
     rec = same(6, step[:1])
     rec[4] = _calls(["ar8"])
-    cases.append(("6 ranks: rank 4 all-reduces 8 elements at call 1 where the others reduce 4", rec, {"rank": 4, "call": 1}))
+    cases.append(("6 ranks: rank 4 all-reduces 8 elements at call 1 where the others reduce 4", rec,
+                  {"rank": 4, "call": 1}))
     rec = same(3)
     rec[1] = [entry(1, "ard")] + _calls(["ar1", "bc"], start=2)
     cases.append(("3 ranks: rank 1 reduces float64 at call 1 (same size, other dtype), and gloo went on", rec,

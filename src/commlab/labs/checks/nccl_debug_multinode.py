@@ -50,7 +50,8 @@ def _log_problem(fn, text: str, name: str) -> str:
         return f"return a dict with the four answers, got {type(got).__name__}"
     version = str(got.get("nccl_version"))
     if ref.nccl_version and version.split("+")[0] != ref.nccl_version.split("+")[0]:
-        return f"{name}: nccl_version {got.get('nccl_version')!r} is not the log's: look for the line 'NCCL version ...'"
+        return (f"{name}: nccl_version {got.get('nccl_version')!r} is not the log's: look for the line "
+                "'NCCL version ...'")
     for key in ("n_channels", "n_hosts"):
         if isinstance(got.get(key), str):
             return f"{name}: {key} {got.get(key)!r} is a string: return the number itself, e.g. int(...)"
@@ -61,7 +62,8 @@ def _log_problem(fn, text: str, name: str) -> str:
         return (f"{name}: transport_0_1 {got.get('transport_0_1')!r}: find a 'Channel ... : 0[..] -> 1[..] via ...' "
                 "line (or 1 -> 0) and read what follows 'via'")
     if got.get("n_hosts") != len(ref.hosts):
-        return f"{name}: n_hosts {got.get('n_hosts')!r}: count the different host names before ':pid:tid' on the NCCL lines"
+        return (f"{name}: n_hosts {got.get('n_hosts')!r}: count the different host names before ':pid:tid' on the "
+                "NCCL lines")
     return ""
 
 
@@ -127,8 +129,8 @@ def classify_run(fn) -> Outcome:
         if failed:
             return failed
         if got != want:
-            return Outcome(problem=f"classify_run: a peak of {peak:g} GB/s on a {link:g} GB/s link ({100 * fraction:g}% "
-                                   f"of it) is {want!r}, you said {got!r} (healthy from 70 % to 100 % inclusive, "
+            return Outcome(problem=f"classify_run: a peak of {peak:g} GB/s on a {link:g} GB/s link "
+                                   f"({100 * fraction:g}% of it) is {want!r}, you said {got!r} (healthy from 70 % to 100 % inclusive, "
                                    "above the link over 100 %, low under 70 %)")
     for key, link_name in RUNS:
         path = nccl.nccl_tests_log(key)

@@ -60,8 +60,8 @@ def my_sizes(fn) -> Outcome:
     for name in MACHINES:
         if got["tp"] not in {tp for tp, _, _ in fitting_layouts(machines[name])}:
             groups = [list(g) for g in nvlink_groups(machines[name])]
-            return Outcome(problem=f"tp={got['tp']} does not stay on NVLink on {name}, whose NVLink groups are {groups}: "
-                                   "TP must fit inside an NVLink group on all three machines")
+            return Outcome(problem=f"tp={got['tp']} does not stay on NVLink on {name}, whose NVLink groups are "
+                                   f"{groups}: TP must fit inside an NVLink group on all three machines")
     if got["tp"] < best:
         return Outcome(problem=f"tp={got['tp']} fits, but tp={best} stays on NVLink on all three machines too: "
                                "choose TP as large as possible")

@@ -32,7 +32,8 @@ def call_key(entry: dict) -> tuple:
 def find_the_hang(records: dict) -> dict | None:
     """{"rank": the rank to look at, "call": the collective_seq_id where it went wrong}, or None.
 
-    >>> ar, bc = {"profiling_name": "gloo:all_reduce", "input_sizes": [[4]]}, {"profiling_name": "gloo:broadcast", "input_sizes": [[4]]}
+    >>> ar = {"profiling_name": "gloo:all_reduce", "input_sizes": [[4]]}
+    >>> bc = {"profiling_name": "gloo:broadcast", "input_sizes": [[4]]}
     >>> seq = lambda k, e: {**e, "collective_seq_id": k}
     >>> find_the_hang({0: [seq(1, ar), seq(2, ar)], 1: [seq(1, ar), seq(2, bc)], 2: [seq(1, ar), seq(2, ar)]})
     {'rank': 1, 'call': 2}
