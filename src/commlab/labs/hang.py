@@ -171,7 +171,10 @@ def step_here(rank: int, n_ranks: int, fault: Fault, group_timeout_s, debug: str
             entered.append(op)
             _do(op, group, n_ranks)
         if fault.kind == "dies" and rank == fault.rank:
-            os._exit(DIED_EXIT_CODE)          # a crash: no record, no goodbye to the peers
+            import time
+
+            time.sleep(0.2)                   # a crash between two calls: the last one has finished everywhere
+            os._exit(DIED_EXIT_CODE)          # no record, no goodbye to the peers
     except Exception as exc:  # noqa: BLE001 - the error torch gives is what the learner reads
         error = f"{type(exc).__name__}: {exc}"
     finally:
