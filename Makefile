@@ -62,7 +62,7 @@ test-unit: install
 	$(PY) -m pytest --doctest-modules src/commlab -p no:cacheprovider -q
 
 # notebooks under test keep their exercise progress out of the user's home, and run the labs with solutions
-NOTEBOOK_ENV := COMMLAB_PROGRESS=$(CURDIR)/_build/test-progress.json COMMLAB_LEARNER=ci COMMLAB_LAB_SOLUTIONS=1
+NOTEBOOK_ENV := COMMLAB_PROGRESS=$(CURDIR)/_build/test-progress.json COMMLAB_LEARNER=ci COMMLAB_LAB_SOLUTIONS=1 COMMLAB_LABS_MINE=$(CURDIR)/_build/labs-mine
 
 test-notebooks: install
 	mkdir -p _build

@@ -1,5 +1,7 @@
 """The bandwidth sweep lab as a script: an nccl-tests-style sweep over torch.distributed, busbw recomputed from
 algbw by hand, an alpha-beta fit, and the comparison with a real 8x H100 nccl-tests run (labs/bandwidth_sweep.ipynb).
+busbw and the fit use your bus_factor and least_squares_alpha_beta from labs/mine/bandwidth_sweep.py (else the
+reference; the first line says which, ``--reference`` forces it).
 
 On one machine, without a launcher (the script starts the ranks itself; gloo on CPU, NCCL with a GPU per rank):
 
@@ -54,7 +56,7 @@ def prepare(args: argparse.Namespace) -> tuple:
     return (config,)
 
 
-def worker(rank: int, n_ranks: int, config):
+def worker(rank: int, n_ranks: int, code, config):
     """Every rank sweeps (a collective needs them all); rank 0 returns the result."""
     from commlab.bench import sweep_in_group
 
@@ -62,25 +64,22 @@ def worker(rank: int, n_ranks: int, config):
     return result if rank == 0 else None
 
 
-def busbw_lines(result) -> list[str]:
-    """busbw recomputed from algbw with the reference bus_factor, against the table's busbw column."""
-    from commlab.labs.solutions.bandwidth_sweep import bus_factor
-
-    factor = bus_factor(result.op, result.n_ranks)
+def busbw_lines(result, code) -> list[str]:
+    """busbw recomputed from algbw with ``code``'s bus_factor, against the table's busbw column."""
+    factor = code.function("bus_factor")(result.op, result.n_ranks)
     worst = max(abs(row.oop.algbw_GBps * factor - row.oop.busbw_GBps) for row in result.rows)
     return [f"busbw = algbw x F(n), F({result.n_ranks}) = {factor:g} for {result.op}: "
             f"largest difference from the table's busbw column {worst:.3g} GB/s"]
 
 
-def fit_lines(result) -> list[str]:
-    """The alpha-beta fit of the out-of-place times, by hand (the lab's solution) and by commlab.cost."""
+def fit_lines(result, code) -> list[str]:
+    """The alpha-beta fit of the out-of-place times, by hand (``code``'s) and by commlab.cost."""
     from commlab.cost import fit_alpha_beta
-    from commlab.labs.solutions.bandwidth_sweep import least_squares_alpha_beta
     from commlab.units import format_bandwidth, format_time
 
     nbytes = [row.size_bytes for row in result.rows]
     t_s = [row.oop.time_us * 1e-6 for row in result.rows]
-    alpha_s, beta = least_squares_alpha_beta(nbytes, t_s)
+    alpha_s, beta = code.function("least_squares_alpha_beta")(nbytes, t_s)
     ref = fit_alpha_beta(nbytes, t_s)
     bw = "infinite" if beta == 0 else format_bandwidth(1 / beta)
     return [f"alpha-beta fit of t = alpha + beta S (relative least squares): alpha = {format_time(alpha_s)}, "
@@ -110,17 +109,17 @@ def compare_lines(result, link: str | None) -> list[str]:
     return lines
 
 
-def report(result, link: str | None = None) -> str:
+def report(result, code, link: str | None = None) -> str:
     """What rank 0 prints: the nccl-tests table, then the lab's three results."""
     lines = [result.table().rstrip(), ""]
-    lines += busbw_lines(result) + fit_lines(result) + [""] + compare_lines(result, link)
+    lines += busbw_lines(result, code) + fit_lines(result, code) + [""] + compare_lines(result, link)
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    return script.run_script("bandwidth_sweep.py", args, worker, prepare, default_n_ranks=DEFAULT_RANKS,
-                             report=lambda result: report(result, args.link))
+    return script.run_script("bandwidth_sweep.py", args, worker, prepare, lab="bandwidth_sweep",
+                             default_n_ranks=DEFAULT_RANKS, report=lambda result, code: report(result, code, args.link))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The collectives lab as a script: every collective run through torch.distributed and held against
 commlab's numpy reference on every rank, all_reduce rebuilt from reduce_scatter + all_gather, and the bytes
-each rank sends (labs/collectives.ipynb does the same with the reader's code).
+each rank sends (labs/collectives.ipynb), with your run_collective and all_reduce_by_halves from
+labs/mine/collectives.py (else the reference; the first line says which, ``--reference`` forces it).
 
 On one machine, ranks started by this script itself (gloo on CPU, NCCL with a GPU per rank)::
 
@@ -51,10 +52,11 @@ def bytes_table(n_ranks: int, nbytes: int) -> list[str]:
     return lines
 
 
-def worker(rank: int, n_ranks: int, per_rank: int, nbytes: int) -> bool:
+def worker(rank: int, n_ranks: int, code, per_rank: int, nbytes: int) -> bool:
     one_machine = os.environ.get("LOCAL_WORLD_SIZE", str(n_ranks)) == str(n_ranks)
-    live = lab.collectives_in_group(rank, n_ranks, lab.run_collective, per_rank * n_ranks, timed_barrier=one_machine)
-    halves = lab.halves_in_group(rank, n_ranks, lab.all_reduce_by_halves, 1024 * n_ranks)
+    live = lab.collectives_in_group(rank, n_ranks, code.function("run_collective"), per_rank * n_ranks,
+                                    timed_barrier=one_machine)
+    halves = lab.halves_in_group(rank, n_ranks, code.function("all_reduce_by_halves"), 1024 * n_ranks)
     problems = [p for p in live["verdicts"].values() if p] + ([halves["problem"]] if halves["problem"] else [])
     if rank == 0:
         print(f"collectives lab on {n_ranks} ranks, backend {live['backend']}; rank 0's view:")
@@ -69,8 +71,8 @@ def worker(rank: int, n_ranks: int, per_rank: int, nbytes: int) -> bool:
 
 
 def main(argv=None) -> int:
-    return script.run_script("collectives.py", parse_args(argv), worker, prepare, default_n_ranks=DEFAULT_RANKS,
-                             check=all)
+    return script.run_script("collectives.py", parse_args(argv), worker, prepare, lab="collectives",
+                             default_n_ranks=DEFAULT_RANKS, check=all)
 
 
 if __name__ == "__main__":

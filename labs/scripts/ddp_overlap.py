@@ -1,6 +1,8 @@
 """The DDP overlap lab as a script: a small model wrapped in DistributedDataParallel, its backward (with the
-gradient all-reduces) timed for several bucket_cap_mb values, the link measured, and the same sweep run in
-commlab's DDP simulator (labs/ddp_overlap.ipynb).
+gradient all-reduces) timed for several bucket_cap_mb values, the buckets DDP rebuilt compared with your
+ddp_buckets, the link measured, and the same sweep run in commlab's DDP simulator with your layers_from_model
+(labs/ddp_overlap.ipynb). Your functions come from labs/mine/ddp_overlap.py (else the reference; the first
+line says which, ``--reference`` forces it); the exit status is 1 when your buckets differ from DDP's.
 
 On one machine, without a launcher (gloo on CPU; NCCL with a GPU per rank):
 
@@ -201,9 +203,30 @@ def link_points(device) -> list[tuple[int, float]]:
     return points
 
 
-def worker(rank: int, n_ranks: int, caps: list[float], steps: int, profile_cap: float | None = None):
-    """Every rank: backward without DDP and with DDP at each cap, taking turns; the link; optionally one
-    profiled step. Rank 0 returns the numbers."""
+def bucket_problems(models: dict, code) -> list[str]:
+    """For each DDP model (by cap), the learner's ddp_buckets against the buckets DDP rebuilt, in the words of
+    the lab's check (commlab.labs.checks.ddp_overlap)."""
+    from commlab.labs.checks.ddp_overlap import _compare, param_nbytes
+
+    found = []
+    for cap, model in models.items():
+        text = str(model._get_ddp_logging_data().get("rebuilt_per_bucket_param_indices", ""))
+        rebuilt = [[int(i) for i in b.split()] for b in text.split(",") if b.strip()]
+        nbytes = param_nbytes(model.module)
+        order = [i for bucket in rebuilt for i in bucket]
+        try:
+            got = code.function("ddp_buckets")(list(nbytes), cap, order)
+        except NotImplementedError as exc:
+            return [f"ddp_buckets is not written yet ({exc})"]
+        problem = _compare(got, rebuilt, nbytes, "the lab's model under DDP (the buckets it rebuilt)", cap, order)
+        if problem:
+            found.append(problem)
+    return found
+
+
+def worker(rank: int, n_ranks: int, code, caps: list[float], steps: int, profile_cap: float | None = None):
+    """Every rank: backward without DDP and with DDP at each cap, taking turns; the buckets DDP rebuilt
+    against ``code``'s ddp_buckets; the link; optionally one profiled step. Rank 0 returns the numbers."""
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -213,6 +236,7 @@ def worker(rank: int, n_ranks: int, caps: list[float], steps: int, profile_cap: 
     models = {"compute only": make_model().to(device)}
     models.update({cap: DDP(make_model().to(device), device_ids=ids, bucket_cap_mb=cap) for cap in caps})
     medians = interleaved_medians(models, x, y, device, steps)
+    buckets = bucket_problems({cap: m for cap, m in models.items() if cap != "compute only"}, code)
     points = link_points(device)
     events = None
     if profile_cap is not None:
@@ -223,7 +247,8 @@ def worker(rank: int, n_ranks: int, caps: list[float], steps: int, profile_cap: 
     if rank != 0:
         return None
     return {"backend": str(dist.get_backend()), "n_ranks": n_ranks, "compute_s": medians.pop("compute only"),
-            "measured_s": medians, "link": points, "events": events, "profile_cap": profile_cap}
+            "measured_s": medians, "link": points, "events": events, "profile_cap": profile_cap,
+            "bucket_problems": buckets}
 
 
 def fitted_link(points, n_ranks: int) -> tuple[float, float]:
@@ -236,13 +261,13 @@ def fitted_link(points, n_ranks: int) -> tuple[float, float]:
     return fit.alpha_s / steps, bw_GBps
 
 
-def simulate(out: dict):
-    """The simulator's sweep of the same caps, for the lab's model and the measured link."""
+def simulate(out: dict, code):
+    """The simulator's sweep of the same caps, for the lab's model (``code``'s layers) and the measured link."""
     from commlab import overlap
-    from commlab.labs.solutions.ddp_overlap import layers_from_model
 
     alpha_s, bw_GBps = fitted_link(out["link"], out["n_ranks"])
-    cfg = overlap.DDPConfig(layers=layers_from_model(make_model(), out["compute_s"]), n_ranks=out["n_ranks"],
+    layers = code.function("layers_from_model")(make_model(), out["compute_s"])
+    cfg = overlap.DDPConfig(layers=layers, n_ranks=out["n_ranks"],
                             alpha_s=alpha_s, bw_GBps=bw_GBps)
     return overlap.sweep_bucket_caps(cfg, sorted(out["measured_s"])), alpha_s, bw_GBps
 
@@ -273,11 +298,10 @@ def profile_lines(out: dict) -> list[str]:
             f"communication with no compute beside it: {format_time(exposed_s)}"]
 
 
-def report(out: dict) -> str:
-    from commlab.labs.solutions.ddp_overlap import choose_bucket_cap_mb
+def report(out: dict, code) -> str:
     from commlab.units import format_time
 
-    sweep, alpha_s, bw_GBps = simulate(out)
+    sweep, alpha_s, bw_GBps = simulate(out, code)
     measured = out["measured_s"]
     lines = [f"DDP on {out['n_ranks']} ranks ({out['backend']}): backward with the gradient all-reduces, median step",
              f"compute only (no DDP): {format_time(out['compute_s'])}; link: alpha = {format_time(alpha_s)} per "
@@ -287,13 +311,21 @@ def report(out: dict) -> str:
         lines.append(f"{cap:>14g}{format_time(measured[float(cap)]):>12s}{format_time(sweep.step_s[i]):>12s}"
                      f"{format_time(sweep.exposed_comm_s[i]):>15s}{int(sweep.n_buckets[i]):>9d}")
     best_measured = min(measured, key=measured.get)
-    lines.append(f"best cap: simulated {choose_bucket_cap_mb(sweep):g} MiB, measured {best_measured:g} MiB")
+    lines.append(f"best cap: simulated {sweep.best_cap_mb:g} MiB, measured {best_measured:g} MiB")
+    problems = out.get("bucket_problems") or []
+    lines.append("ddp_buckets: the same buckets as DDP rebuilt at every cap" if not problems else
+                 "ddp_buckets differs from DDP: " + problems[0])
     return "\n".join(lines + profile_lines(out))
 
 
+def buckets_right(values: list) -> bool:
+    """The exit status' test: rank 0's value (the others return None) has no bucket problem."""
+    return all(not v["bucket_problems"] for v in values if v is not None)
+
+
 def main(argv=None) -> int:
-    return script.run_script("ddp_overlap.py", parse_args(argv), worker, prepare, default_n_ranks=DEFAULT_RANKS,
-                             report=report)
+    return script.run_script("ddp_overlap.py", parse_args(argv), worker, prepare, lab="ddp_overlap",
+                             default_n_ranks=DEFAULT_RANKS, report=report, check=buckets_right)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """The NCCL debug and multi-node lab's script: every rank says where it runs, the ranks check an all_reduce and
 time a small one, and rank 0 prints the group; with --nccl-debug-dir, NCCL writes its NCCL_DEBUG=INFO log there
-and rank 0 summarises it with commlab.nccl.read_debug_log (labs/nccl_debug_multinode.ipynb).
+and rank 0 summarises it with commlab.nccl.read_debug_log and with your answer_log_questions
+(labs/nccl_debug_multinode.ipynb). Your functions come from labs/mine/nccl_debug_multinode.py and are checked
+first (else the reference; the first line says which, ``--reference`` forces it).
 
 On one machine, without a launcher (gloo on CPU; NCCL with a GPU per rank):
 
@@ -73,7 +75,7 @@ def where_am_i(rank: int, n_ranks: int) -> dict:
             "master": f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')}"}
 
 
-def worker(rank: int, n_ranks: int, nbytes: int):
+def worker(rank: int, n_ranks: int, code, nbytes: int):
     """Every rank: an all_reduce checked against the closed form, a timed one, the group's places gathered."""
     import time
 
@@ -122,8 +124,9 @@ def group_lines(group: list[dict], nbytes: int) -> list[str]:
     return lines
 
 
-def debug_lines(directory: str | None, backend: str) -> list[str]:
-    """What NCCL's logs in ``directory`` say, read with commlab.nccl.read_debug_log."""
+def debug_lines(directory: str | None, backend: str, code=None) -> list[str]:
+    """What NCCL's logs in ``directory`` say, read with commlab.nccl.read_debug_log (and ``code``'s
+    answer_log_questions)."""
     from pathlib import Path
 
     from commlab.nccl import read_debug_log
@@ -133,25 +136,27 @@ def debug_lines(directory: str | None, backend: str) -> list[str]:
     if backend != "nccl":
         return [f"no NCCL log: this run used {backend}, and NCCL_DEBUG only concerns NCCL"]
     files = sorted(Path(directory).glob("nccl.*.log"))
-    log = read_debug_log("\n".join(f.read_text(errors="replace") for f in files))
+    text = "\n".join(f.read_text(errors="replace") for f in files)
+    log = read_debug_log(text)
+    answers = [f"  your answer_log_questions: {code.function('answer_log_questions')(text)}"] if code else []
     links = sorted({f"{c.src}->{c.dst} via {c.transport}" for c in log.connections})
     return [f"NCCL logs: {len(files)} file(s) in {directory}; version {log.nccl_version}, {log.n_ranks} ranks, "
             f"{log.n_channels} channels, transports {log.transports or 'none (one rank per communicator?)'}",
-            *[f"  {link}" for link in links[:8]], *[f"  WARN {w}" for w in log.warnings[:5]]]
+            *[f"  {link}" for link in links[:8]], *[f"  WARN {w}" for w in log.warnings[:5]], *answers]
 
 
-def report(group: list[dict], args: argparse.Namespace) -> str:
+def report(group: list[dict], args: argparse.Namespace, code=None) -> str:
     """What rank 0 prints: the group's places and timing, then what NCCL's logs say."""
     from commlab.units import parse_nbytes
 
     nbytes = parse_nbytes(args.size)                       # checked by prepare
-    return "\n".join(group_lines(group, nbytes) + debug_lines(args.nccl_debug_dir, group[0]["backend"]))
+    return "\n".join(group_lines(group, nbytes) + debug_lines(args.nccl_debug_dir, group[0]["backend"], code))
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    return script.run_script("nccl_debug_multinode.py", args, worker, prepare, default_n_ranks=DEFAULT_RANKS,
-                             report=lambda group: report(group, args))
+    return script.run_script("nccl_debug_multinode.py", args, worker, prepare, lab="nccl_debug_multinode",
+                             default_n_ranks=DEFAULT_RANKS, report=lambda group, code: report(group, args, code))
 
 
 if __name__ == "__main__":

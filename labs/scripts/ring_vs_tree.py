@@ -1,16 +1,18 @@
 """The ring vs tree lab as a script: time commlab.p2p's ring and binary-tree all-reduce (isend/irecv) and
-dist.all_reduce over a size sweep, check every result, fit this machine's alpha and B from the ring's times and
-predict where ring and tree cross (labs/ring_vs_tree.ipynb).
+dist.all_reduce over a size sweep, check every result, fit this machine's alpha and B from the ring's times,
+predict where ring and tree cross on these ranks, and feed the fitted alpha and B into the models for 8 to 1024
+ranks (labs/ring_vs_tree.ipynb). The predictions use your functions from labs/mine/ring_vs_tree.py (else the
+reference; the first line says which, ``--reference`` forces it).
 
 On one machine, without a launcher (gloo on CPU; NCCL with a GPU per rank):
 
-    python labs/scripts/ring_vs_tree.py --ranks 4
-    python labs/scripts/ring_vs_tree.py --ranks 4 --sizes 1K,16K,256K,1M,4M --repeats 10
+    python labs/scripts/ring_vs_tree.py --ranks 8
+    python labs/scripts/ring_vs_tree.py --ranks 8 --sizes 1K,16K,256K,1M,4M --repeats 10
 
 Under torchrun; on GPUs, NCCL_ALGO chooses NCCL's own algorithm for the dist.all_reduce column (it must be set
 before the process group is created, so set it on the command line):
 
-    torchrun --nproc-per-node 4 labs/scripts/ring_vs_tree.py
+    torchrun --nproc-per-node 8 labs/scripts/ring_vs_tree.py
     NCCL_ALGO=Ring torchrun --nproc-per-node 8 labs/scripts/ring_vs_tree.py --sizes 4K,64K,1M,16M,256M
     NCCL_ALGO=Tree torchrun --nproc-per-node 8 labs/scripts/ring_vs_tree.py --sizes 4K,64K,1M,16M,256M
 """
@@ -22,7 +24,9 @@ import sys
 
 from commlab.labs import script
 
-DEFAULT_RANKS = 4
+DEFAULT_RANKS = 8
+#: The rank counts the fitted alpha and B are fed into (the notebook's table).
+SCALE_RANKS = (8, 16, 64, 256, 1024)
 DEFAULT_SIZES = "1K,16K,256K,1M,4M"
 ALGOS = ("ring", "tree", "dist.all_reduce")
 
@@ -78,7 +82,7 @@ def _mean_time_s(call, repeats: int, device) -> float:
     return (time.perf_counter() - start) / repeats
 
 
-def worker(rank: int, n_ranks: int, sizes: list[int], repeats: int):
+def worker(rank: int, n_ranks: int, code, sizes: list[int], repeats: int):
     """Every rank: per size, check ring and tree against dist.all_reduce and time the three; rank 0 returns
     {"backend", "nccl_algo", "rows": [(nbytes, {algo: slowest rank's mean time})]}."""
     import os
@@ -120,12 +124,13 @@ def fit_link(rows, n_ranks: int) -> tuple[float, float]:
     return fit.alpha_s / steps, bw_Bps
 
 
-def crossover_lines(rows, n_ranks: int) -> list[str]:
-    """This machine's alpha and B from the ring's times, and the crossover the alpha-beta models predict."""
+def crossover_lines(rows, n_ranks: int, code) -> list[str]:
+    """This machine's alpha and B from the ring's times, and the crossover ``code``'s model predicts, here and
+    for SCALE_RANKS ranks."""
     from commlab import cost
-    from commlab.labs.solutions.ring_vs_tree import predict_crossover_nbytes
     from commlab.units import format_bandwidth, format_nbytes, format_time
 
+    predict_crossover_nbytes = code.function("predict_crossover_nbytes")
     alpha_s, bw_Bps = fit_link(rows, n_ranks)
     bw_text = format_bandwidth(bw_Bps) if math.isfinite(bw_Bps) else "infinite"
     lines = [f"fitted from the ring's times: alpha = {format_time(alpha_s)} per step, B = {bw_text} per link"]
@@ -137,11 +142,13 @@ def crossover_lines(rows, n_ranks: int) -> list[str]:
     if math.isnan(predicted):
         return lines + [f"predicted: ring and tree never cross on {n_ranks} ranks (the ring is never slower; "
                         f"commlab.cost.crossover_nbytes gives {model})"]
-    return lines + [f"predicted ring = tree at {format_nbytes(predicted)} (commlab.cost.crossover_nbytes: "
-                    f"{format_nbytes(model)})"]
+    lines.append(f"predicted ring = tree at {format_nbytes(predicted)} (commlab.cost.crossover_nbytes: "
+                 f"{format_nbytes(model)})")
+    at_scale = ", ".join(f"N={n}: {format_nbytes(predict_crossover_nbytes(n, alpha_s, bw_Bps))}" for n in SCALE_RANKS)
+    return lines + [f"the same link for more ranks (the tree is faster below): {at_scale}"]
 
 
-def report(out: dict) -> str:
+def report(out: dict, code) -> str:
     """The table of measured times, then the predicted crossover."""
     from commlab.units import format_nbytes, format_time
 
@@ -152,12 +159,12 @@ def report(out: dict) -> str:
         faster = "ring" if t["ring"] < t["tree"] else "tree"
         lines.append(f"{format_nbytes(nbytes, binary=True):>10s}" + "".join(f"{format_time(t[a]):>17s}" for a in ALGOS)
                      + f"{faster:>21s}")
-    return "\n".join(lines + [""] + crossover_lines(out["rows"], out["n_ranks"]))
+    return "\n".join(lines + [""] + crossover_lines(out["rows"], out["n_ranks"], code))
 
 
 def main(argv=None) -> int:
-    return script.run_script("ring_vs_tree.py", parse_args(argv), worker, prepare, default_n_ranks=DEFAULT_RANKS,
-                             report=report)
+    return script.run_script("ring_vs_tree.py", parse_args(argv), worker, prepare, lab="ring_vs_tree",
+                             default_n_ranks=DEFAULT_RANKS, report=report)
 
 
 if __name__ == "__main__":

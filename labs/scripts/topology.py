@@ -1,6 +1,7 @@
 """The topology lab as a script: read this machine's GPU topology (or a published example), lay out tensor-,
 pipeline- and data-parallel groups for the ranks it runs on, check them against the wiring, create them as
-process groups, and measure the copy roofs (labs/topology.ipynb does the same with the reader's code).
+process groups, and measure the copy roofs (labs/topology.ipynb). The groups come from your choose_groups in
+labs/mine/topology.py (else the reference; the first line says which, ``--reference`` forces it).
 
 On one machine, ranks started by this script itself (gloo on CPU, NCCL with a GPU per rank)::
 
@@ -70,11 +71,11 @@ def report_roofs() -> None:
         print(measure.h2d_sweep(config, pinned=pinned, device=torch.cuda.current_device()).to_text())
 
 
-def worker(rank: int, n_ranks: int, example: str, tp: int | None, pp: int) -> bool:
+def worker(rank: int, n_ranks: int, code, example: str, tp: int | None, pp: int) -> bool:
     machine, where = machine_for(n_ranks, example)
     tp = tp if tp is not None else (2 if n_ranks % 2 == 0 else 1)
     dp = n_ranks // (tp * pp) if n_ranks % (tp * pp) == 0 else 0
-    groups, problems = lab.try_choose(lab.choose_groups, machine, tp, pp, dp)
+    groups, problems = lab.try_choose(code.function("choose_groups"), machine, tp, pp, dp)
     if rank == 0:
         print(f"topology of {where}:\n{topology.format_matrix(machine)}")
         print(f"tp={tp} pp={pp} dp={dp} on {n_ranks} ranks: {problems[0] if problems else 'right'}")
@@ -94,8 +95,8 @@ def worker(rank: int, n_ranks: int, example: str, tp: int | None, pp: int) -> bo
 
 
 def main(argv=None) -> int:
-    return script.run_script("topology.py", parse_args(argv), worker, prepare, default_n_ranks=DEFAULT_RANKS,
-                             check=all)
+    return script.run_script("topology.py", parse_args(argv), worker, prepare, lab="topology",
+                             default_n_ranks=DEFAULT_RANKS, check=all)
 
 
 if __name__ == "__main__":

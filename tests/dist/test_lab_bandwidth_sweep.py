@@ -30,6 +30,13 @@ NCCL_TESTS_FACTOR = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _no_learner_code(tmp_path, monkeypatch):
+    """These tests run the reference: an empty labs/mine (never the repository's), the solutions switch off."""
+    monkeypatch.setenv("COMMLAB_LABS_MINE", str(tmp_path / "no-mine"))
+    monkeypatch.delenv("COMMLAB_LAB_SOLUTIONS", raising=False)
+
+
 def clean_env() -> dict:
     return {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
 

@@ -18,6 +18,13 @@ SCRIPT = Path(__file__).resolve().parents[2] / "labs" / "scripts" / "build_your_
 LENGTHS = (0, 1, 5, 17)
 
 
+@pytest.fixture(autouse=True)
+def _no_learner_code(tmp_path, monkeypatch):
+    """These tests run the reference: an empty labs/mine (never the repository's), the solutions switch off."""
+    monkeypatch.setenv("COMMLAB_LABS_MINE", str(tmp_path / "no-mine"))
+    monkeypatch.delenv("COMMLAB_LAB_SOLUTIONS", raising=False)
+
+
 def _run(args: list[str], timeout_s: float = 120.0) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout_s)
 

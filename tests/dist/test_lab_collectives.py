@@ -16,6 +16,13 @@ pytestmark = [pytest.mark.usefixtures("no_child_left"),
 SCRIPT = Path(__file__).resolve().parents[2] / "labs" / "scripts" / "collectives.py"
 
 
+@pytest.fixture(autouse=True)
+def _no_learner_code(tmp_path, monkeypatch):
+    """These tests run the reference: an empty labs/mine (never the repository's), the solutions switch off."""
+    monkeypatch.setenv("COMMLAB_LABS_MINE", str(tmp_path / "no-mine"))
+    monkeypatch.delenv("COMMLAB_LAB_SOLUTIONS", raising=False)
+
+
 def _run(args: list[str], timeout_s: float = 120.0) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout_s)
 

@@ -1,5 +1,6 @@
-"""The DDP overlap lab: the model-to-layers solution against the layer widths (an independent count), the cap
-choice against the sweep, and the script's worker on 2 real gloo ranks with DDP and torch.profiler."""
+"""The DDP overlap lab: the model-to-layers solution against the layer widths (an independent count), DDP's
+bucket rule against torch's own function and DDP's rebuilt buckets (and the named mistakes), and the script's
+worker on 2 real gloo ranks with DDP and torch.profiler."""
 from __future__ import annotations
 
 import importlib.util
@@ -12,10 +13,19 @@ import torch.nn as nn
 
 from commlab import launch, overlap
 from commlab.errors import CommlabError
-from commlab.labs.solutions.ddp_overlap import choose_bucket_cap_mb, layers_from_model
+from commlab.labs.checks import ddp_overlap as checks
+from commlab.labs.code import Code
+from commlab.labs.solutions.ddp_overlap import ddp_buckets, layers_from_model
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "labs" / "scripts" / "ddp_overlap.py"
+
+
+@pytest.fixture(autouse=True)
+def _no_learner_code(tmp_path, monkeypatch):
+    """These tests run the reference: an empty labs/mine (never the repository's), the solutions switch off."""
+    monkeypatch.setenv("COMMLAB_LABS_MINE", str(tmp_path / "no-mine"))
+    monkeypatch.delenv("COMMLAB_LAB_SOLUTIONS", raising=False)
 
 
 def load_script():
@@ -46,20 +56,33 @@ def test_layers_of_a_nested_model_with_half_precision_and_no_bias():
         layers_from_model(nn.ReLU(), 1.0)
 
 
-def test_choice_is_the_shortest_simulated_step_smallest_on_a_tie():
-    sweep = overlap.CapSweep(np.array([0.5, 2.0, 8.0, 32.0]), np.array([3.0, 2.0, 2.0, 4.0]), np.zeros(4),
-                             np.zeros(4), np.array([8, 4, 1, 1]))
-    assert choose_bucket_cap_mb(sweep) == 2.0
-    script = load_script()
-    cfg = overlap.DDPConfig(layers=layers_from_model(script.make_model(), 0.01), n_ranks=2, alpha_s=2e-3,
-                            bw_GBps=1.0)
-    real = overlap.sweep_bucket_caps(cfg, [0.25, 1, 4, 32])
-    assert real.step_s[[0.25, 1, 4, 32].index(choose_bucket_cap_mb(real))] == real.step_s.min()
+def test_buckets_are_torchs_own_and_the_named_mistakes_are_caught(no_child_left):
+    assert checks.ddp_buckets(ddp_buckets).problem == ""          # torch's function on 4 models, then DDP on 2 ranks
+    first, cap = checks.limits_nbytes(None)
+    assert (first, cap) == (2**20, 25 * 2**20)
+    nbytes = checks.param_nbytes(checks.exact_mib_model())
+    assert ddp_buckets(nbytes, 1) == [[4, 3, 2], [1], [0]]      # 1 MiB weights close a bucket at the cap exactly
+    mistakes = {
+        "fill in registration order": lambda nb, c=None, o=None: checks._rule(nb, *checks.limits_nbytes(c), order=range(len(nb))),
+        "strict": lambda nb, c=None, o=None: checks._rule(nb, *checks.limits_nbytes(c), strict=True, order=o),
+        "no small first bucket": lambda nb, c=None, o=None: checks._rule(nb, checks.limits_nbytes(c)[1],
+                                                                         checks.limits_nbytes(c)[1], order=o),
+        "decimal MB": lambda nb, c=None, o=None: checks._rule(nb, 2**20 if c is None else c * 1e6,
+                                                              (25 if c is None else c) * 1e6, order=o),
+        "ignores ready_order": lambda nb, c=None, o=None: ddp_buckets(nb, c),
+    }
+    words = {"fill in registration order": "the last parameter first", "strict": "(>=)",
+             "no small first bucket": "_DEFAULT_FIRST_BUCKET_BYTES", "decimal MB": "2**20 bytes, not 10**6",
+             "ignores ready_order": "use ready_order"}
+    for name, fn in mistakes.items():
+        problem = checks.ddp_buckets(fn, live=False).problem
+        assert words[name] in problem, (name, problem)
 
 
 def test_script_worker_runs_ddp_and_the_profiler_on_two_gloo_ranks(no_child_left):
     script = load_script()
-    out, other = launch.run(script.worker, 2, [0.5, 8.0], 2, 1.0, backend="gloo", timeout_s=150, verbose=False)
+    code = Code("ddp_overlap", None, "test")
+    out, other = launch.run(script.worker, 2, code, [0.5, 8.0], 2, 1.0, backend="gloo", timeout_s=150, verbose=False)
     assert other is None
     assert out["backend"] == "gloo" and out["compute_s"] > 0
     assert sorted(out["measured_s"]) == [0.5, 8.0] and all(t > 0 for t in out["measured_s"].values())
@@ -67,8 +90,10 @@ def test_script_worker_runs_ddp_and_the_profiler_on_two_gloo_ranks(no_child_left
     timeline = script.profile_timeline(out["events"])
     assert len(timeline.comm) >= 2                      # 6.5 MiB of gradients in 1 MiB buckets: several
     assert timeline.compute[0].start_s == 0.0 and timeline.step_s > 0
-    text = script.report(out)
+    assert out["bucket_problems"] == []                  # the reference's buckets are the ones DDP rebuilt
+    text = script.report(out, code)
     assert "best cap: simulated" in text and "profiled step at bucket_cap_mb=1" in text
+    assert "ddp_buckets: the same buckets as DDP rebuilt at every cap" in text
 
 
 def test_script_refuses_bad_caps_in_one_line(capsys):

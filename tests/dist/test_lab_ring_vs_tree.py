@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from commlab import cost, launch
+from commlab.labs.code import Code
 from commlab.labs.solutions.ring_vs_tree import predict_crossover_nbytes, ring_time_s, tree_time_s
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,6 +22,13 @@ SCRIPT = REPO / "labs" / "scripts" / "ring_vs_tree.py"
 LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK")
 CASES = [(n, a, b) for n in (2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 64, 1000, 1024)
          for a, b in ((1e-6, 1e9), (5e-6, 50e9), (3e-4, 5e8), (2e-5, 450e9))]
+
+
+@pytest.fixture(autouse=True)
+def _no_learner_code(tmp_path, monkeypatch):
+    """These tests run the reference: an empty labs/mine (never the repository's), the solutions switch off."""
+    monkeypatch.setenv("COMMLAB_LABS_MINE", str(tmp_path / "no-mine"))
+    monkeypatch.delenv("COMMLAB_LAB_SOLUTIONS", raising=False)
 
 
 def load_script():
@@ -60,14 +68,15 @@ def test_crossover_is_where_the_models_meet(n, alpha_s, bw_Bps):
 
 def test_script_worker_checks_and_times_on_four_gloo_ranks(no_child_left):
     script = load_script()
-    values = launch.run(script.worker, 4, [4096, 65536], 1, backend="gloo", timeout_s=90, verbose=False)
+    code = Code("ring_vs_tree", None, "test")
+    values = launch.run(script.worker, 4, code, [4096, 65536], 1, backend="gloo", timeout_s=90, verbose=False)
     out, rest = values[0], values[1:]
     assert rest == [None, None, None]                        # only rank 0 reports
     assert out["backend"] == "gloo" and out["n_ranks"] == 4
     assert [nbytes for nbytes, _ in out["rows"]] == [4096, 65536]
     for _, times in out["rows"]:
         assert set(times) == set(script.ALGOS) and all(t > 0 for t in times.values())
-    text = script.report(out)
+    text = script.report(out, code)
     assert "all-reduce on 4 ranks (gloo)" in text and "fitted from the ring's times" in text
 
 

@@ -20,6 +20,13 @@ EIGHT = ("h100-sxm-8", "a100-sxm-8", "v100-sxm2-8", "a40-pcie-8")
 SIZES = [(t, p, 8 // (t * p)) for t in (1, 2, 4, 8) for p in (1, 2, 4, 8) if 8 % (t * p) == 0]
 
 
+@pytest.fixture(autouse=True)
+def _no_learner_code(tmp_path, monkeypatch):
+    """These tests run the reference: an empty labs/mine (never the repository's), the solutions switch off."""
+    monkeypatch.setenv("COMMLAB_LABS_MINE", str(tmp_path / "no-mine"))
+    monkeypatch.delenv("COMMLAB_LAB_SOLUTIONS", raising=False)
+
+
 def _run(args: list[str], timeout_s: float = 120.0) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout_s)
 

@@ -1,5 +1,13 @@
 """The one ``main`` the lab scripts in labs/scripts share.
 
+Whose code: a lab script runs the learner's functions from ``labs/mine/<lab>.py`` when that file exists (the
+notebook writes it, :mod:`commlab.labs.mine`), else the reference solution; its first line of output says
+which (:func:`commlab.labs.code.choose`; ``--reference`` and ``COMMLAB_LAB_SOLUTIONS=1`` force the
+reference). With the learner's code it first runs the lab's checks (:mod:`commlab.labs.registry`, the
+notebook's own): a wrong function stops the script with the notebook's sentence and exit status 1. Under a
+launcher the checks that start ranks of their own are skipped (the ranks are torchrun's); the worker then
+checks what it can inside the group.
+
 Why it exists: every lab script runs the same worker two ways, as ``python script.py --ranks 4`` (it starts
 the ranks itself) and under ``torchrun`` (every process is one rank), and each of the eight scripts used to end
 with its own copy of the code around :func:`commlab.launch.main`: the ``--ranks``/``--backend``/``--timeout``
@@ -9,7 +17,7 @@ status. Those rules now live here once; a script keeps only what is its own: its
 (``prepare``), its worker, and how it reports or judges the result. A script ends with::
 
     def main(argv=None) -> int:
-        return script.run_script("ring_vs_tree.py", parse_args(argv), worker, prepare,
+        return script.run_script("ring_vs_tree.py", parse_args(argv), worker, prepare, lab="ring_vs_tree",
                                  default_n_ranks=DEFAULT_RANKS, report=report)
 
 Importing this module does not import torch.
@@ -28,7 +36,7 @@ N_RANKS_VAR = "COMMLAB_N_RANKS"
 
 
 def add_launch_options(parser: argparse.ArgumentParser, default_n_ranks: int, default_timeout_s: float) -> None:
-    """Add ``--ranks``, ``--backend`` and ``--timeout``, the options :func:`run_script` reads.
+    """Add ``--ranks``, ``--backend``, ``--timeout`` and ``--reference``, the options :func:`run_script` reads.
 
     ``--backend`` is checked by commlab.launch (a bad one is a one-line error, exit status 2, like any other).
     """
@@ -37,6 +45,8 @@ def add_launch_options(parser: argparse.ArgumentParser, default_n_ranks: int, de
     parser.add_argument("--backend", default="auto", help="auto, gloo or nccl (default auto)")
     parser.add_argument("--timeout", type=float, default=default_timeout_s,
                         help=f"limit for the whole run in seconds (default {default_timeout_s:g})")
+    parser.add_argument("--reference", action="store_true",
+                        help="run the reference solution even when labs/mine/<lab>.py holds your code")
 
 
 def ranks_to_start(ranks: int | None, default_n_ranks: int) -> int:
@@ -53,29 +63,71 @@ def ranks_to_start(ranks: int | None, default_n_ranks: int) -> int:
         raise CommlabError(f"environment variable {N_RANKS_VAR} must be a whole number, got {text!r}") from None
 
 
+def prints_here() -> bool:
+    """True in the process that prints a script's notices: the script itself, or local rank 0 under torchrun."""
+    return not launch.is_launched() or os.environ.get("LOCAL_RANK", "0").strip() == "0"
+
+
+def choose_code(lab: str, args: argparse.Namespace):
+    """The code the script runs (commlab.labs.code.Code), announced in the first line of output."""
+    from commlab.labs.code import choose
+
+    code = choose(lab, reference=getattr(args, "reference", False))
+    if prints_here():
+        print(code.notice(), flush=True)
+    return code
+
+
+def check_learner(code) -> list[str]:
+    """The lab's checks on the learner's functions, in the notebook's order, up to the first that fails:
+    ['<lab>.<task>: <the check's sentence>'], or [] when all pass. Nothing for the reference; under a launcher,
+    only the checks that start no ranks of their own (the worker checks the rest inside the group)."""
+    from commlab.labs import registry
+
+    if not code.mine:
+        return []
+    entry = registry.lab(code.lab)
+    for task in entry.tasks:
+        if task.ranks and launch.is_launched():
+            continue
+        result = registry.run_task(entry, task, code)
+        if result.problem:
+            return [f"{code.lab}.{result.task}: {result.problem}"]
+    return []
+
+
 def run_script(name: str, args: argparse.Namespace, worker: Callable, prepare: Callable[[argparse.Namespace], tuple],
-               *, default_n_ranks: int, report: Callable[[Any], str] | None = None,
+               *, lab: str, default_n_ranks: int, report: Callable[[Any, Any], str] | None = None,
                check: Callable[[list], bool] | None = None) -> int:
-    """Run a lab script's ``worker(rank, n_ranks, *prepare(args))`` either way it was started; its exit status.
+    """Run a lab script's ``worker(rank, n_ranks, code, *prepare(args))`` either way it was started; its exit
+    status. ``code`` (:class:`commlab.labs.code.Code`) gives the worker the functions to run: the learner's
+    or the reference (announced first, and checked first when they are the learner's: exit status 1 with the
+    check's sentence when one is wrong).
 
     ``prepare(args)`` checks the command line, does what must happen before any rank starts, and returns the
     worker's arguments. A :class:`CommlabError` from it or from the launch (a rank's, under torchrun) prints
-    ``<name>: error: <message>`` on stderr and gives 2. Then ``report(value)`` is printed once, for rank 0's
+    ``<name>: error: <message>`` on stderr and gives 2. Then ``report(value, code)`` is printed once, for rank 0's
     value (unless it is None): the first of the list without a launcher, under torchrun only in rank 0's
     process. ``check(values)`` decides 0 (passed) or 1: it sees every rank's value without a launcher and this
     rank's alone under torchrun, which fails the job when any rank exits 1. Without ``check`` the status is 0.
     """
     launched = launch.is_launched()
+    code = choose_code(lab, args)
     try:
         worker_args = prepare(args)
-        values = launch.main(worker, default_n_ranks, *worker_args, n_ranks=args.ranks, backend=args.backend,
+        problems = check_learner(code)
+        if problems:
+            if prints_here():
+                print("\n".join(["your code does not pass the lab's checks (the notebook says the same):"] + problems))
+            return 1
+        values = launch.main(worker, default_n_ranks, code, *worker_args, n_ranks=args.ranks, backend=args.backend,
                              timeout_s=args.timeout)
     except CommlabError as exc:  # a bad argument: one line, exit status 2, as the commlab CLI does
         print(f"{name}: error: {exc}", file=sys.stderr)
         return 2
     first = _rank_0_value(values, launched)
     if report is not None and first is not None:
-        print(report(first))
+        print(report(first, code))
     here = [values] if launched else values          # torchrun: launch.main returned this rank's value only
     return 0 if check is None or check(here) else 1
 

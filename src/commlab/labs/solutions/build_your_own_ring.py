@@ -65,6 +65,14 @@ def ring_all_reduce(x, tracer):
     return buffer
 
 
+def reduce_scatter_steps_wrong_chunk(buffer, tracer, first_step=0):
+    """The lab's classic slip, shown after the learner's own steps pass: in step s it sends chunk (r - s) mod N,
+    the all-gather's index, instead of (r - s - 1) mod N; everything else as :func:`reduce_scatter_steps`."""
+    rank, n = tracer.rank, tracer.n_ranks
+    for s in range(n - 1):
+        _ring_step(buffer, tracer, first_step + s, (rank - s) % n, (rank - s - 2) % n, reduce=True)
+
+
 # --- the wrappers the lab gives (the same in the notebook) ------------------------------------------------
 
 

@@ -1,13 +1,14 @@
 """Reference solutions of the DDP overlap lab (labs/ddp_overlap.ipynb, labs/scripts/ddp_overlap.py).
 
-The reader turns a real ``torch.nn`` model into the layers of commlab's DDP simulator (chapter 07) and picks a
-``bucket_cap_mb`` from the simulated sweep:
+The reader turns a real ``torch.nn`` model into the layers of commlab's DDP simulator (chapter 07) and writes
+DDP's own bucketing rule:
 
 * :func:`layers_from_model`: one :class:`commlab.overlap.Layer` per module that owns parameters, in forward
   order (DDP itself reverses it: gradients become ready from the last layer back), with the parameters' bytes
   and a share of the measured backward time proportional to the layer's parameter count (for a linear layer
   both the weight-gradient and the input-gradient products scale with in x out);
-* :func:`choose_bucket_cap_mb`: the cap with the shortest simulated step (the smallest one on a tie).
+* :func:`ddp_buckets`: which parameters DDP all-reduces together, checked against torch's own function and the
+  buckets DDP rebuilds on live ranks (:mod:`commlab.labs.checks.ddp_overlap` states the rule and its sources).
 
 No torch import: the model is only asked for its modules and parameters.
 """
@@ -38,8 +39,34 @@ def layers_from_model(model, backward_s: float) -> tuple:
                  for (name, m), count in zip(owners, counts))
 
 
-def choose_bucket_cap_mb(sweep) -> float:
-    """The cap of a :class:`commlab.overlap.CapSweep` with the shortest simulated step (the smallest on a tie):
-    small enough that the first buckets start while backward still runs, large enough not to pay the
-    per-message latency too many times."""
-    return sweep.best_cap_mb
+def ddp_buckets(param_nbytes, bucket_cap_mb=None, ready_order=None) -> list[list[int]]:
+    """DDP's buckets for parameters of ``param_nbytes`` bytes (``model.parameters()`` order): lists of parameter
+    indices, in the order DDP all-reduces them, each in the order its gradients become ready.
+
+    ``ready_order``: the parameter indices in the order their gradients became ready (what DDP observed in the
+    first backward pass); None: the reverse of the registration order, DDP's assumption before it has seen one.
+    A parameter joins the open bucket, which closes once it holds at least its limit (torch ``reducer.cpp``,
+    ``compute_bucket_assignment_by_size``). The first
+    bucket's limit is ``torch.distributed._DEFAULT_FIRST_BUCKET_BYTES`` = 1 MiB when ``bucket_cap_mb`` is None,
+    else the cap; the others' ``int(cap * 2**20)`` bytes, 25 MiB by default (torch ``distributed.py``).
+
+    >>> ddp_buckets([2**20, 2048, 2**20, 2048])          # default: the 1 MiB first bucket, then up to 25 MiB
+    [[3, 2], [1, 0]]
+    >>> ddp_buckets([2**20, 2048, 2**20, 2048], bucket_cap_mb=0.5)
+    [[3, 2], [1, 0]]
+    >>> ddp_buckets([100, 100, 100], bucket_cap_mb=100 / 2**20)   # closes at the cap exactly
+    [[2], [1], [0]]
+    >>> ddp_buckets([2**20, 2048, 2**20, 2048], ready_order=[2, 3, 0, 1])
+    [[2], [3, 0, 1]]
+    """
+    cap = int((25 if bucket_cap_mb is None else bucket_cap_mb) * 2**20)
+    limit = 2**20 if bucket_cap_mb is None else cap
+    buckets, current, size = [], [], 0
+    order = reversed(range(len(param_nbytes))) if ready_order is None else ready_order
+    for index in order:
+        current.append(index)
+        size += param_nbytes[index]
+        if size >= limit:
+            buckets.append(current)
+            current, size, limit = [], 0, cap
+    return buckets + ([current] if current else [])

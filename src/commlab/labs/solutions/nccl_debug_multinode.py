@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from types import MappingProxyType
 
+from commlab.labs.checks.nccl_debug_multinode import ANSWER_KEY
+
 #: NCCL's line prefix ``host:pid:tid [cudaDev] NCCL INFO ...`` (src/debug.cc)
 _HOST = re.compile(r"^(?:\S*\s)?([^\s:]+):\d+:\d+ \[\d+\] (?:\S+ )?NCCL (?:INFO|WARN)")
 _CONNECTION = re.compile(r"Channel \d+(?:/\d+)? : (\d+)\[[0-9a-fA-F]+\] -> (\d+)\[[0-9a-fA-F]+\]"
@@ -22,17 +24,11 @@ _CONNECTION = re.compile(r"Channel \d+(?:/\d+)? : (\d+)\[[0-9a-fA-F]+\] -> (\d+)
 #: a ring order line, ``Channel 00/02 :    0   1   2``: the second number is the channel count
 _RING_ORDER = re.compile(r"Channel \d+/(\d+) :(?:\s+\d+)+\s*$")
 
-#: The debugging goals of the lab and the variable that serves each (NCCL User Guide, torch ProcessGroupNCCL).
-GOALS = MappingProxyType({
-    "see which transports, rings and trees NCCL chose": "NCCL_DEBUG",
-    "limit that log to initialisation and the network": "NCCL_DEBUG_SUBSYS",
-    "force the Ring algorithm for an A/B test": "NCCL_ALGO",
-    "keep NCCL's sockets off the docker0 interface": "NCCL_SOCKET_IFNAME",
-    "choose which InfiniBand adapters NCCL uses": "NCCL_IB_HCA",
-    "test without direct GPU-to-GPU (P2P) copies": "NCCL_P2P_DISABLE",
-    "write the topology NCCL detected to a file": "NCCL_TOPO_DUMP_FILE",
-    "make a hung collective fail the job instead of hanging": "TORCH_NCCL_ASYNC_ERROR_HANDLING",
-})
+#: The debugging goals of the lab and the setting that serves each: the lab's answer key
+#: (:data:`commlab.labs.checks.nccl_debug_multinode.ANSWER_KEY`, with its sources). A hung collective needs two
+#: things: the process group's own ``timeout`` (init_process_group / new_group), which says when the watchdog
+#: gives up, and TORCH_NCCL_ASYNC_ERROR_HANDLING, which says what it does then.
+GOALS = MappingProxyType(ANSWER_KEY)
 
 
 def answer_log_questions(text: str) -> dict:
@@ -59,7 +55,7 @@ def answer_log_questions(text: str) -> dict:
 
 
 def env_for_goals() -> dict:
-    """{goal: variable name} for every goal of :data:`GOALS`."""
+    """{goal: variable name (or names)} for every goal of :data:`GOALS`."""
     return dict(GOALS)
 
 
@@ -70,7 +66,11 @@ def peak_busbw_GBps(rows) -> float:
 
 def classify_run(peak_busbw_GBps: float, link_unidir_GBps: float) -> str:
     """"above the link" over 100 % of the link's one-way bandwidth (the switch reduces: NVLS, SHARP), "healthy"
-    from 70 %, "low" below (P2P off, traffic through host memory, a wrong transport)."""
+    from 70 % to 100 % inclusive, "low" below (P2P off, traffic through host memory, a wrong transport).
+
+    >>> [classify_run(p, 100.0) for p in (69.99, 70.0, 100.0, 100.01)]
+    ['low', 'healthy', 'healthy', 'above the link']
+    """
     ratio = peak_busbw_GBps / link_unidir_GBps
     if ratio > 1.0:
         return "above the link"

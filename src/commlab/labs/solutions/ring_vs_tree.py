@@ -55,3 +55,13 @@ def predict_crossover_nbytes(n_ranks: int, alpha_s: float, bw_Bps: float) -> flo
     if n_ranks - 1 - depth <= 0:
         return float("nan")
     return (n_ranks - 1 - depth) * alpha_s * bw_Bps / (depth - (n_ranks - 1) / n_ranks)
+
+
+def faster_algorithm(nbytes: float, n_ranks: int, alpha_s: float, bw_Bps: float) -> str:
+    """'tree' when the plain tree's model time is below the ring's at this size, else 'ring' (a tie too).
+
+    >>> faster_algorithm(799.0, 4, 1e-6, 1e9), faster_algorithm(801.0, 4, 1e-6, 1e9), faster_algorithm(0, 2, 1e-6, 1e9)
+    ('tree', 'ring', 'ring')
+    """
+    tree = float(tree_time_s(nbytes, n_ranks, alpha_s, bw_Bps))
+    return "tree" if tree < float(ring_time_s(nbytes, n_ranks, alpha_s, bw_Bps)) else "ring"

@@ -1,0 +1,64 @@
+"""Checks of the build-your-own-ring lab (labs/build_your_own_ring.ipynb): each phase of the learner's ring,
+and the all-reduce made of them, against torch.distributed's own collectives for N = 2..8 ranks and lengths
+that do not divide evenly, and their recorded sends against the ring schedule step by step
+(:func:`commlab.p2p.check_ring`); a failure in the words of
+:func:`commlab.labs.solutions.build_your_own_ring.in_words`.
+
+The notebook wraps each phase into a collective with torch's meaning (rank r returns chunk r of the sum, the
+whole buffer); :func:`reduce_scatter_of` and :func:`all_gather_of` are those wrappers for any phase function.
+"""
+from __future__ import annotations
+
+import functools
+
+from commlab.labs.checking import Outcome
+
+N_RANKS_CHECKED = range(2, 9)
+LENGTHS = (0, 1, 5, 17, 64, 1000)
+
+
+def _reduce_scatter(steps, x, tracer):
+    buffer = x.clone()
+    steps(buffer, tracer)
+    return tracer.chunk(buffer, tracer.rank).clone()
+
+
+def _all_gather(steps, chunk, tracer):
+    buffer = chunk.new_zeros(tracer.length)
+    tracer.chunk(buffer, tracer.rank).copy_(chunk)
+    steps(buffer, tracer)
+    return buffer
+
+
+def reduce_scatter_of(steps):
+    """The reduce-scatter ``(x, tracer) -> this rank's chunk of the sum`` made of the phase ``steps``."""
+    wrapped = functools.partial(_reduce_scatter, steps)
+    wrapped.__name__ = "ring_reduce_scatter"
+    return wrapped
+
+
+def all_gather_of(steps):
+    """The all-gather ``(chunk, tracer) -> the whole buffer`` made of the phase ``steps``."""
+    wrapped = functools.partial(_all_gather, steps)
+    wrapped.__name__ = "ring_all_gather"
+    return wrapped
+
+
+def _check(fn, kind: str, n_ranks, lengths, timeout_s: float) -> Outcome:
+    from commlab import p2p
+    from commlab.labs.solutions import build_your_own_ring as lab
+
+    report = p2p.check_ring(fn, kind, n_ranks, lengths, timeout_s=timeout_s)
+    return Outcome(problem=lab.in_words(report), details={"report": report})
+
+
+def reduce_scatter_steps(fn, n_ranks=N_RANKS_CHECKED, lengths=LENGTHS, timeout_s: float = 30.0) -> Outcome:
+    return _check(reduce_scatter_of(fn), "reduce_scatter", n_ranks, lengths, timeout_s)
+
+
+def all_gather_steps(fn, n_ranks=N_RANKS_CHECKED, lengths=LENGTHS, timeout_s: float = 30.0) -> Outcome:
+    return _check(all_gather_of(fn), "all_gather", n_ranks, lengths, timeout_s)
+
+
+def ring_all_reduce(fn, n_ranks=N_RANKS_CHECKED, lengths=LENGTHS, timeout_s: float = 30.0) -> Outcome:
+    return _check(fn, "all_reduce", n_ranks, lengths, timeout_s)

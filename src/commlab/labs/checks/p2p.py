@@ -1,0 +1,34 @@
+"""Checks of the p2p lab (labs/p2p.ipynb): the ping-pong loop on 2 ranks (the data must make the round trip,
+and ``n_round_trips`` must be honoured), the non-blocking halo exchange against the blocking one, and a ring
+exchange that cannot deadlock on 2, 3 and 4 ranks with messages large enough that gloo's send waits for the
+receive. The measurements themselves are :mod:`commlab.labs.solutions.p2p`'s.
+"""
+from __future__ import annotations
+
+from commlab.labs.checking import Outcome
+
+#: 8 B, 32 B, ..., 8 MiB: the notebook's sweep
+PING_PONG_SIZES = tuple(8 * 4**k for k in range(11))
+HALO_NBYTES = 4 * 2**20
+#: 8 MiB messages: on gloo a send of this size waits for its receive, so a circle of sends deadlocks
+RING_ELEMENTS = 2 * 2**20
+
+
+def ping_pong(fn, sizes_nbytes=PING_PONG_SIZES) -> Outcome:
+    """``details["one_way_s"]``: the one-way time at each size."""
+    from commlab.labs.solutions import p2p as lab
+
+    return lab.measure_ping_pong(fn, list(sizes_nbytes))
+
+
+def halo_exchange_nonblocking(fn, n_ranks: int = 2, nbytes: int = HALO_NBYTES) -> Outcome:
+    """Both versions on the same ranks; ``details["times_s"]`` by name."""
+    from commlab.labs.solutions import p2p as lab
+
+    return lab.compare_halo_exchanges([("blocking", lab.halo_exchange_blocking), ("non-blocking", fn)], n_ranks, nbytes)
+
+
+def ring_exchange(fn, n_elements: int = RING_ELEMENTS, timeout_s: float = 10.0) -> Outcome:
+    from commlab.labs.solutions import p2p as lab
+
+    return lab.check_ring_exchange(fn, (2, 3, 4), n_elements=n_elements, timeout_s=timeout_s)

@@ -1,0 +1,123 @@
+"""Every lab, its "your turn" tasks, and the check of each task (the same check the notebook, the lab's script
+and ``commlab labs check`` run, so all three say the same sentence when something is wrong).
+
+A task is what the learner hands in: one or more functions of ``labs/mine/<lab>.py`` and the check that
+judges them, ``commlab.labs.checks.<lab>.<check>(*functions) -> Outcome`` (``Outcome.problem`` is "" when
+right). Importing this module imports nothing heavy: the checks are named, and imported when run.
+
+>>> [t.name for t in lab("ring_vs_tree").tasks]
+['models', 'predict_crossover_nbytes', 'faster_algorithm']
+>>> task_order("ring_vs_tree")
+('ring_time_s', 'tree_time_s', 'predict_crossover_nbytes', 'faster_algorithm')
+"""
+from __future__ import annotations
+
+import importlib
+import time
+from dataclasses import dataclass
+
+from commlab.errors import CommlabError
+
+
+@dataclass(frozen=True)
+class Task:
+    """One graded piece of a lab."""
+
+    name: str
+    """How the task is named in a report (the function's name when there is one function)."""
+    functions: tuple[str, ...]
+    """The functions of the learner's module that the check is given, in this order."""
+    check: str
+    """The check's name in ``commlab.labs.checks.<lab>``."""
+    ranks: int = 0
+    """The most ranks the check starts (0: none, it runs in the calling process)."""
+
+
+@dataclass(frozen=True)
+class Lab:
+    name: str
+    title: str
+    tasks: tuple[Task, ...]
+
+    @property
+    def notebook(self) -> str:
+        return f"labs/{self.name}.ipynb"
+
+    @property
+    def script(self) -> str:
+        return f"labs/scripts/{self.name}.py"
+
+
+def _one(name: str, ranks: int = 0) -> Task:
+    return Task(name, (name,), name, ranks)
+
+
+LABS: tuple[Lab, ...] = (
+    Lab("topology", "read a machine, place the parallel groups",
+        (_one("my_sizes"), _one("choose_groups"))),
+    Lab("p2p", "point to point: ping-pong, halo exchange, a deadlock",
+        (_one("ping_pong", 2), _one("halo_exchange_nonblocking", 2), _one("ring_exchange", 4))),
+    Lab("collectives", "the collectives, predicted and run",
+        (_one("my_predictions"), _one("run_collective", 4), _one("all_reduce_by_halves", 4))),
+    Lab("build_your_own_ring", "build your own ring",
+        (_one("reduce_scatter_steps", 8), _one("all_gather_steps", 8), _one("ring_all_reduce", 8))),
+    Lab("ring_vs_tree", "ring or tree: the crossover",
+        (Task("models", ("ring_time_s", "tree_time_s"), "models"), _one("predict_crossover_nbytes"),
+         _one("faster_algorithm"))),
+    Lab("ddp_overlap", "DDP's buckets",
+        (_one("layers_from_model"), _one("ddp_buckets", 2))),
+    Lab("bandwidth_sweep", "a bandwidth sweep and its fit",
+        (_one("bus_factor"), _one("least_squares_alpha_beta"))),
+    Lab("nccl_debug_multinode", "NCCL debug logs, variables and several nodes",
+        (_one("answer_log_questions"), _one("env_for_goals"), _one("peak_busbw_GBps"), _one("classify_run"))),
+    Lab("find_the_hang", "find the hang",
+        (_one("find_the_hang", 4),)),
+)
+
+
+def names() -> tuple[str, ...]:
+    return tuple(entry.name for entry in LABS)
+
+
+def lab(name: str) -> Lab:
+    """The lab called ``name``, or a CommlabError listing the labs."""
+    for entry in LABS:
+        if entry.name == name:
+            return entry
+    raise CommlabError(f"unknown lab {name!r}; expected one of: {', '.join(names())}")
+
+
+def task_order(name: str) -> tuple[str, ...]:
+    """The functions of lab ``name`` in the order its notebook asks for them (() for an unknown lab)."""
+    for entry in LABS:
+        if entry.name == name:
+            return tuple(f for task in entry.tasks for f in task.functions)
+    return ()
+
+
+@dataclass(frozen=True)
+class Result:
+    """One task judged: ``problem`` is the check's sentence ('' when it passed)."""
+
+    lab: str
+    task: str
+    problem: str
+    seconds: float
+
+    @property
+    def passed(self) -> bool:
+        return not self.problem
+
+
+def run_task(entry: Lab, task: Task, code) -> Result:
+    """Run ``task``'s check on the functions of ``code`` (a :class:`commlab.labs.code.Code`)."""
+    start = time.perf_counter()
+    try:
+        functions = [code.function(name) for name in task.functions]
+        check = getattr(importlib.import_module(f"commlab.labs.checks.{entry.name}"), task.check)
+        problem = check(*functions).problem
+    except CommlabError as exc:        # the learner's module does not import, say
+        problem = str(exc)
+    except Exception as exc:  # noqa: BLE001 - a check is meant to catch the learner's errors; say so if one escaped
+        problem = f"the check of {task.name} stopped: {type(exc).__name__}: {exc}"
+    return Result(entry.name, task.name, problem, time.perf_counter() - start)

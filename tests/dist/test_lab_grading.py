@@ -1,0 +1,126 @@
+"""``commlab labs check``: every lab's tasks graded on a learner's modules (the same checks as the notebooks),
+a class folder graded learner by learner, the table, --json and --junit, and the learner code that does not
+import, hangs at import, or is missing."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from commlab.labs import registry
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _wrong():
+    """The deliberately wrong functions of tests/dist/test_lab_learner_code.py (one file, one list)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lab_learner_code", Path(__file__).with_name("test_lab_learner_code.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.WRONG
+
+
+def write(folder: Path, lab: str, text: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{lab}.py").write_text(text)
+
+
+def right(lab: str) -> str:
+    return f"from commlab.labs.solutions.{lab} import *  # noqa: F403\n"
+
+
+def commlab(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("COMMLAB_LAB_SOLUTIONS", "COMMLAB_LABS_MINE")}
+    return subprocess.run([sys.executable, "-m", "commlab", "labs", *args], capture_output=True, text=True,
+                          timeout=timeout_s, env=env, cwd=REPO)
+
+
+def test_a_learner_with_every_lab_right_passes_every_task(tmp_path, no_child_left):
+    for lab in registry.names():
+        write(tmp_path / "ada", lab, right(lab))
+    done = commlab("check", "--mine", str(tmp_path / "ada"), "--json")
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    found = json.loads(done.stdout)
+    n_tasks = sum(len(lab.tasks) for lab in registry.LABS)
+    assert found["passed"] == n_tasks and found["failed"] == 0 and len(found["results"]) == n_tasks
+    first = found["results"][0]
+    assert set(first) == {"learner", "lab", "task", "passed", "problem", "seconds", "module"}
+    assert first["learner"] is None and first["lab"] == registry.LABS[0].name and first["passed"] is True
+
+
+def test_a_class_with_a_mistake_in_every_lab(tmp_path):
+    wrong = _wrong()
+    for learner in ("bob", "dee"):
+        for lab, (extra, _) in wrong.items():
+            if learner == "bob" or lab in ("ring_vs_tree", "nccl_debug_multinode"):
+                write(tmp_path / "class" / learner, lab, right(lab) + "\n\n" + (extra if learner == "bob" else ""))
+    junit = tmp_path / "grades.xml"
+    done = commlab("check", "--class", str(tmp_path / "class"), "--junit", str(junit))
+    assert done.returncode == 1, (done.stdout + done.stderr)[-3000:]
+    lines = done.stdout.splitlines()
+    n_tasks = sum(len(lab.tasks) for lab in registry.LABS)
+    assert len(lines) == 2 * n_tasks + 1 and lines[-1].endswith(f"tasks passed ({tmp_path / 'class'})")
+    bob = {(line.split()[1], line.split()[2]): line for line in lines if line.startswith("bob ")}
+    for lab, (_, task) in wrong.items():
+        assert bob[lab, task].split()[3] == "FAIL", bob[lab, task]    # every lab's mistake is found
+    assert "tp=4 does not stay on NVLink on a40-pcie-8" in bob["topology", "my_sizes"]
+    assert "classify_run: a peak of" in bob["nccl_debug_multinode", "classify_run"]
+    dee = [line for line in lines if line.startswith("dee ")]
+    assert all(line.split()[3] == "pass" for line in dee if line.split()[1] in ("ring_vs_tree", "nccl_debug_multinode"))
+    assert any("not handed in: there is no p2p.py in" in line for line in dee)
+
+    suites = ET.parse(junit).getroot()
+    assert suites.tag == "testsuites" and int(suites.get("tests")) == 2 * n_tasks
+    assert [s.get("name") for s in suites] == ["bob", "dee"]
+    cases = {(c.get("classname"), c.get("name")): c for c in suites[0]}
+    failure = cases["labs.nccl_debug_multinode", "classify_run"].find("failure")
+    assert failure is not None and "a peak of" in failure.get("message")
+    assert cases["labs.p2p", "halo_exchange_nonblocking"].find("failure") is None   # bob's other p2p tasks are right
+
+
+def test_code_that_does_not_import_or_hangs_fails_its_own_lab_only(tmp_path):
+    carl = tmp_path / "carl"
+    write(carl, "ring_vs_tree", "def ring_time_s(nbytes, n_ranks, alpha_s, bw_Bps:\n    return 0\n")
+    write(carl, "topology", "while True:\n    pass\n")
+    write(carl, "bandwidth_sweep", right("bandwidth_sweep"))
+    done = commlab("check", "ring_vs_tree", "topology", "bandwidth_sweep", "--mine", str(carl), "--timeout", "8")
+    assert done.returncode == 1, (done.stdout + done.stderr)[-3000:]
+    lines = done.stdout.splitlines()
+    assert all("ring_vs_tree.py does not import: SyntaxError" in line for line in lines if line.startswith("ring_vs_tree"))
+    assert all("the checks of topology did not finish within 8 s" in line for line in lines if line.startswith("topology"))
+    assert all(line.split()[2] == "pass" for line in lines if line.startswith("bandwidth_sweep"))
+    assert lines[-1] == f"2 of 7 tasks passed ({carl})"
+
+
+def test_bad_arguments_are_one_line_and_exit_2(tmp_path):
+    done = commlab("check", "no_such_lab")
+    assert done.returncode == 2 and done.stderr.startswith("commlab labs: error: unknown lab 'no_such_lab'")
+    done = commlab("check", "--class", str(tmp_path / "nowhere"))
+    assert done.returncode == 2 and "is not a folder" in done.stderr and done.stderr.count("\n") == 1
+    (tmp_path / "empty").mkdir()
+    done = commlab("check", "--class", str(tmp_path / "empty"))
+    assert done.returncode == 2 and "holds no submissions" in done.stderr
+
+
+def test_list_names_every_lab_and_its_tasks():
+    done = commlab("list", "--json")
+    assert done.returncode == 0
+    found = json.loads(done.stdout)
+    assert [row["lab"] for row in found] == list(registry.names())
+    assert found[-1] == {"lab": "find_the_hang", "title": "find the hang", "notebook": "labs/find_the_hang.ipynb",
+                         "script": "labs/scripts/find_the_hang.py",
+                         "tasks": [{"task": "find_the_hang", "functions": ["find_the_hang"], "ranks": 4}]}
+
+
+@pytest.mark.parametrize("lab", registry.names())
+def test_every_lab_has_its_notebook_script_and_reference(lab):
+    entry = registry.lab(lab)
+    assert (REPO / entry.notebook).is_file() and (REPO / entry.script).is_file()
+    assert (REPO / "src" / "commlab" / "labs" / "solutions" / f"{lab}.py").is_file()
