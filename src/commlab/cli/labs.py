@@ -99,12 +99,20 @@ def _check(args) -> int:
     timeout_s = DEFAULT_TIMEOUT_S if args.timeout is None else args.timeout
     if not timeout_s > 0:
         raise CommlabError(f"--timeout must be a number of seconds > 0, got {args.timeout}")
+    if args.junit:  # a bad destination is found before the grading, not after it
+        from commlab.output import check_writable_dir
+
+        if Path(args.junit).is_dir():
+            raise CommlabError(f"--junit {args.junit!r} is a folder; give a file name for the JUnit XML")
+        check_writable_dir(Path(args.junit).parent, f"--junit {args.junit!r}")
     several = args.klass is not None
     show = None if args.json else (lambda r: print(_line(r, several), flush=True))
     results = [r for learner, folder in learners for r in grade(labs, folder, learner, timeout_s, show)]
     passed = sum(r.passed for r in results)
     if args.junit:
-        Path(args.junit).write_text(junit_xml(results), encoding="utf-8")
+        from commlab.output import write_atomic
+
+        write_atomic(args.junit, junit_xml(results))
     if args.json:
         print(json.dumps({"results": [r.__dict__ for r in results], "passed": passed,
                           "failed": len(results) - passed}, indent=1))
