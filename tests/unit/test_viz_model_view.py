@@ -10,6 +10,7 @@ from PIL import Image
 
 from commlab import cost, hardware, nccl
 from commlab.errors import CommlabError
+from commlab.units import format_bandwidth, format_time
 from commlab.nccl.examples import nccl_tests_log
 from commlab.viz import png_bytes
 from commlab.viz.model_view import plot_fit_residuals, plot_models_over_measured
@@ -90,7 +91,8 @@ def test_fit_residuals_are_the_regimes_own_lines(curve07):
     assert np.allclose(residual[order], (by_hand / t - 1) * 100)
     legend = " ".join(text.get_text() for text in left.get_legend().get_texts())
     for regime in fit.regimes:
-        assert f"{regime.label}: alpha = {regime.alpha_s * 1e6:.3g} us" in legend
+        assert f"{regime.label}: alpha = {format_time(regime.alpha_s)}, B = {format_bandwidth(regime.bw_GBps * 1e9)}" \
+            in legend
     errors = np.abs(by_hand / t - 1) * 100
     assert f"median {np.median(errors):.1f}%" in right.get_title(loc="left")
     assert len(left.lines) >= 2 * len(fit.regimes)

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator
 
 from commlab.errors import CommlabError
-from commlab.units import format_nbytes
+from commlab.units import format_bandwidth, format_nbytes, format_time
 from commlab.viz.render import new_figure
 from commlab.viz.style import INK, MIN_FONT_PT, MUTED, RANK_COLORS, use_book_style
 
@@ -98,8 +98,8 @@ def plot_models_over_measured(nbytes, measured_t_s, models: Mapping[str, object]
 
 
 def _regime_label(regime) -> str:
-    bw = "no growth" if not np.isfinite(regime.bw_GBps) else f"B = {regime.bw_GBps:.3g} GB/s"
-    return f"{regime.label}: alpha = {regime.alpha_s * 1e6:.3g} us, {bw} ({regime.n_rows} rows)"
+    bw = "no growth" if not np.isfinite(regime.bw_GBps) else f"B = {format_bandwidth(regime.bw_GBps * 1e9)}"
+    return f"{regime.label}: alpha = {format_time(regime.alpha_s)}, {bw} ({regime.n_rows} rows)"
 
 
 def plot_fit_residuals(nbytes, t_s, fit, *, title: str = "") -> Figure:
