@@ -179,7 +179,9 @@ def test_closed_forms_with_links(seed):
 
     p = _params("ch06.crossover", seed)
     link = hardware.link(p["link"])
-    n, alpha, bw = p["n_ranks"], link.latency_s, link.unidir_GBps * 1e9
+    # alpha_step, chapter 5's convention: NCCL's hwLat for Ring/Simple per hop (tuning.cc), not the wire's latency
+    alpha = {"nvlink": 3.4e-6, "nvswitch": 3.4e-6, "pcie": 5.7e-6}.get(link.kind, 14e-6)
+    n, bw = p["n_ranks"], link.unidir_GBps * 1e9
     depth = math.ceil(math.log2(n))
     closed = (n - 1 - depth) * alpha * bw / (depth - (n - 1) / n)
     assert ex.worked("ch06.crossover", seed).expected == pytest.approx(closed / 1e3, rel=1e-6)

@@ -1,7 +1,9 @@
-"""Chapter 5, ring all-reduce: per-rank volume 2(N-1)/N * S, its time, its steps, and the naive root."""
+"""Chapter 5, ring all-reduce: per-rank volume 2(N-1)/N * S, its time, its steps, the naive root, and where a
+real ring's busbw reaches half the link (with the effective per-step cost, not the wire's latency)."""
 from __future__ import annotations
 
 from commlab import collectives, cost, fabric, hardware, schedules, units
+from commlab.cost import nccl_constants
 from commlab.exercises.bank.common import draw_ranks, draw_round, duration, num, pick, rate, ratio_mistake, size
 from commlab.exercises.model import Exercise, Mistake, Worked
 
@@ -39,6 +41,19 @@ def largest_group(link_name: str) -> int | None:
     return max(sizes) if sizes else 8
 
 
+def alpha_step_s(link_name: str) -> float:
+    """The book's alpha_step (chapter 5's convention): what NCCL's own model charges for one step of a Ring/Simple
+    all-reduce over this kind of link, ``hwLat`` in tuning.cc (commlab.cost.nccl_constants): 3.4 us per NVLink
+    hop, 5.7 us per PCIe hop, 14 us per network hop; against the wire's latency, the catalogue's ``latency_s``.
+
+    >>> round(alpha_step_s("nvlink4") * 1e6, 1), round(alpha_step_s("ib-ndr") * 1e6, 1)
+    (3.4, 14.0)
+    """
+    kind = hardware.link(link_name).kind
+    hw = "nvlink" if kind in ("nvlink", "nvswitch") else "pci" if kind == "pcie" else "net"
+    return nccl_constants.HW_LAT_US[(hw, "Ring", "Simple")] * 1e-6
+
+
 def _ring_time(rng) -> Worked:
     link = hardware.link(pick(rng, _LINKS))
     limit = largest_group(link.name)
@@ -46,11 +61,13 @@ def _ring_time(rng) -> Worked:
     nbytes = draw_round(rng, 0.1, 20, 0.1) * units.GB
     alpha, bw = link.latency_s, link.unidir_Bps
     t_s = float(cost.ring_all_reduce_time_s(nbytes, n, alpha, bw))
-    question = (f"A ring all-reduce of {size(nbytes)} runs on {n} GPUs connected by {link.title}: latency "
-                f"alpha = {num(alpha * 1e6)} us per step, B = {rate(bw)} one way (printed {rate(2 * bw)} both "
-                "ways). Using t = 2(N-1)(alpha + S/(N B)), how long does it take, in ms?")
+    question = (f"A ring all-reduce of {size(nbytes)} runs on {n} GPUs connected by {link.title}: the wire's "
+                f"latency alpha = {num(alpha * 1e6)} us per step, B = {rate(bw)} one way (printed {rate(2 * bw)} "
+                "both ways). Using the ideal ring's t = 2(N-1)(alpha + S/(N B)), how long does it take, in ms?")
     solution = (f"2(N-1) = {2 * (n - 1)} steps, each alpha + S/(N B) = {duration(alpha)} + "
-                f"{duration(nbytes / (n * bw))}: t = {duration(t_s)}.")
+                f"{duration(nbytes / (n * bw))}: t = {duration(t_s)}. A real step costs more than the wire's latency "
+                f"(NCCL counts {num(alpha_step_s(link.name) * 1e6)} us over this kind of link, chapter 5), which at "
+                "this size changes almost nothing: the bandwidth term decides.")
     mistakes = (
         ratio_mistake(cost.ring_all_reduce_time_s(nbytes, n, alpha, 2 * bw), t_s, "used the bidirectional figure",
                       "each step sends one way; use the one-direction bandwidth"),
@@ -115,6 +132,30 @@ def _volume_growth(rng) -> Worked:
     return Worked(question, ratio, solution, mistakes, params={"small": small, "large": large})
 
 
+def _half_busbw(rng) -> Worked:
+    link = hardware.link(pick(rng, _LINKS))
+    limit = largest_group(link.name)
+    n = draw_ranks(rng, tuple(k for k in (4, 8, 16, 32) if limit is None or k <= limit))
+    a_wire, a_step, bw = link.latency_s, alpha_step_s(link.name), link.unidir_Bps
+    s_half = n * a_step * bw                                           # busbw = B / (1 + N alpha B / S)
+    t_s = float(cost.ring_all_reduce_time_s(s_half, n, a_step, bw))
+    assert abs(float(cost.busbw_GBps("all_reduce", s_half, t_s, n)) / link.unidir_GBps - 0.5) < 1e-9
+    question = (f"A ring all-reduce on {n} GPUs over {link.title} (B = {rate(bw)} one way). The wire's latency is "
+                f"{num(a_wire * 1e6)} us, but one step of a real ring costs alpha_step = {num(a_step * 1e6)} us (NCCL's "
+                "own per-hop cost for Ring/Simple). With t = 2(N-1)(alpha_step + S/(N B)), from what size S does "
+                "nccl-tests' busbw reach half of B? Give S in MB.")
+    solution = (f"busbw = S/t x 2(N-1)/N = S / (N alpha + S/B) = B / (1 + N alpha B / S): half of B where "
+                f"S = N alpha B = {n} x {duration(a_step)} x {rate(bw)} = {size(s_half)}. With the wire's latency the "
+                f"same formula gives {size(n * a_wire * bw)}, {num(a_step / a_wire, 3)} times too early.")
+    mistakes = (Mistake(a_wire / a_step, "used the wire's latency",
+                        "a step of a real collective costs alpha_step (launch, protocol, flags), not the wire's latency"),
+                Mistake(1 / n, "N left out", "busbw = B / (1 + N alpha B / S): S_1/2 = N alpha B"),
+                Mistake(2 * (n - 1) / n, "2(N-1) steps instead of N",
+                        "the 2(N-1) latency terms and the factor 2(N-1)/N of busbw leave N alpha B"))
+    return Worked(question, s_half / units.MB, solution, mistakes,
+                  params={"n_ranks": n, "link": link.name, "alpha_step_s": a_step})
+
+
 EXERCISES = (
     Exercise("ch05.ring-volume", "Per-rank volume of a ring all-reduce", "GB", 0.02,
              "Each rank sends 2(N-1)/N * S: N-1 chunks in reduce-scatter, N-1 in all-gather (chapter 5).",
@@ -130,4 +171,7 @@ EXERCISES = (
              "Compare (N-1) S with 2(N-1)/N S (chapter 5).", _naive_vs_ring),
     Exercise("ch05.volume-growth", "Does ring volume grow with N?", "", 0.01,
              "Per-rank volume 2(N-1)/N * S; take the ratio for the two N (chapter 5).", _volume_growth),
+    Exercise("ch05.half-busbw", "Where a real ring reaches half the link", "MB", 0.02,
+             "busbw = B / (1 + N alpha B / S) with the effective per-step alpha (chapter 5, the ring model against a "
+             "real run).", _half_busbw),
 )

@@ -1,4 +1,5 @@
-"""Chapter 8, NCCL and nccl-tests: algbw, busbw, and judging a measurement against the link."""
+"""Chapter 8, NCCL and nccl-tests: algbw, busbw, judging a measurement against the link, NVLS's busbw above the
+link, and what a fitted regime of a real curve says."""
 from __future__ import annotations
 
 from commlab import collectives, cost, hardware, units
@@ -121,6 +122,63 @@ def _debug_log(rng) -> Worked:
                   params={"log": path.name, "kind": "channels"})
 
 
+_NVLS_MACHINES = (("nvswitch3", "H100 SXM GPUs on NVSwitch"), ("nvswitch4", "B200 GPUs on NVSwitch"))
+
+
+def _nvls_busbw(rng) -> Worked:
+    machine, gpu = pick(rng, _NVLS_MACHINES)
+    link = hardware.link(machine)
+    n = draw_ranks(rng, (4, 8))
+    share = draw_round(rng, 0.7, 0.95, 0.05)                # above 2/3: busbw passes the link even for N = 4
+    algbw = share * link.unidir_GBps                  # each GPU sends S once and receives the sum once
+    factor = collectives.busbw_factor("all_reduce", n)
+    busbw = algbw * factor
+    question = (f"An NVLS all-reduce on {n} {gpu} ({rate(link.unidir_Bps)} per GPU, one way): the NVSwitch adds the "
+                f"data, so each GPU sends its S bytes once and receives the sum once, both at {num(100 * share)}% of "
+                "that rate. What busbw (GB/s) does nccl-tests print?")
+    solution = (f"One call takes t = S / ({num(share)} x {num(link.unidir_GBps)} GB/s), so algbw = S/t = {num(algbw)} GB/s. "
+                f"nccl-tests multiplies every all-reduce by the ring's factor 2(N-1)/N = {num(factor)}: busbw = "
+                f"{num(busbw)} GB/s, {'above' if busbw > link.unidir_GBps else 'below'} the link's "
+                f"{num(link.unidir_GBps)}. The switch did the adding a ring does on the GPUs (chapter 8, why NVLS "
+                "passes the link).")
+    mistakes = (Mistake(1 / factor, "factor F(N) left out", "nccl-tests' busbw is algbw x 2(N-1)/N for every "
+                        "all-reduce, NVLS included"),
+                Mistake(link.unidir_GBps / busbw, "capped at the link", "a ring's busbw is at most the link; NVLS "
+                        "moves S each way, not 2(N-1)/N S, so its busbw can exceed it"))
+    return Worked(question, busbw, solution, mistakes, n_ranks=n, params={"link": link.name, "n_ranks": n})
+
+
+def regime_half_size_logs() -> tuple:
+    """The shipped nccl-tests logs with at least 8 rows, where the protocol-aware fit's goals apply."""
+    from commlab import nccl
+
+    return tuple(p for p in sorted(nccl.nccl_tests_logs(), key=lambda p: p.name)
+                 if sum(r.size_bytes > 0 for r in nccl.parse_log(p.read_text()).rows) >= 8)
+
+
+def _regime_half_size(rng) -> Worked:
+    from commlab import nccl
+    from commlab.cost.scorecard import measured_points
+
+    paths = regime_half_size_logs()
+    path = paths[int(rng.integers(len(paths)))]
+    s, t_us = measured_points(nccl.parse_log(path.read_text()))
+    last = cost.fit_protocol_model(s, t_us * 1e-6).regimes[-1]
+    alpha_us, bw_GBps = float(num(last.alpha_s * 1e6)), float(num(last.bw_GBps))   # as the question shows them
+    half_nbytes = alpha_us * 1e-6 * bw_GBps * 1e9                   # S / (alpha + S/B) = B / 2 at S = alpha B
+    question = (f"The protocol-aware fit of the real log {path.name} gives its last regime ({last.label}) a fixed "
+                f"cost alpha = {num(alpha_us)} us and a bandwidth B = {num(bw_GBps)} GB/s of algbw "
+                "(t = alpha + S/B). From what size S does that regime's algbw reach half of B? Give S in MB.")
+    solution = (f"algbw = S / (alpha + S/B) = B / 2 when S/B = alpha, so S = alpha x B = {num(alpha_us)} us x "
+                f"{num(bw_GBps)} GB/s = {size(half_nbytes)} (Hockney's n_1/2). Below it the fixed cost dominates, "
+                "above it the bandwidth.")
+    mistakes = (Mistake(1e3, "us x GB/s read as MB", "1e-6 s x 1e9 B/s = 1e3 bytes: us x GB/s is kilobytes"),
+                Mistake(0.5, "halved again", "half of B is reached where S/B equals alpha, at S = alpha B"),
+                Mistake(9.0, "the 90% point", "90% of B needs S = 9 alpha B; half needs alpha B"))
+    return Worked(question, half_nbytes / units.MB, solution, mistakes,
+                  params={"log": path.name, "alpha_us": alpha_us, "bw_GBps": bw_GBps})
+
+
 EXERCISES = (
     Exercise("ch08.algbw", "algbw of an nccl-tests row", "GB/s", 0.02,
              "algbw = size / time, with GB = 1e9 bytes (chapter 8, nccl-tests).", _algbw),
@@ -132,6 +190,12 @@ EXERCISES = (
              _percent_of_link),
     Exercise("ch08.time-from-busbw", "Expected time of an nccl-tests row", "us", 0.02,
              "algbw = busbw / F(N), then time = size / algbw (chapter 8).", _time_from_busbw),
+    Exercise("ch08.nvls-busbw", "NVLS's busbw above the link", "GB/s", 0.02,
+             "Each GPU moves S each way; nccl-tests still multiplies algbw by 2(N-1)/N (chapter 8, why NVLS passes "
+             "the link).", _nvls_busbw),
+    Exercise("ch08.regime-half-size", "Where a fitted regime reaches half its bandwidth", "MB", 0.02,
+             "For t = alpha + S/B, algbw = S/t is half of B where S/B = alpha (chapter 8, the protocol-aware fit).",
+             _regime_half_size),
     Exercise("ch08.debug-log", "Reading a real NCCL_DEBUG=INFO log", "", 0,
              "Look at the 'Channel' lines: 'Channel 00/02' is channel 0 of 2, and each hop says 'via' its "
              "transport (chapter 8, reading NCCL_DEBUG=INFO).", _debug_log),
