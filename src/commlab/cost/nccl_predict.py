@@ -118,7 +118,8 @@ class Prediction:
     def switches(self) -> list[tuple[int, str, str]]:
         """Where NCCL's pick changes along the sizes (sorted first): (first size of the new pair, old, new)."""
         order = np.argsort(np.atleast_1d(self.nbytes), kind="stable")
-        sizes, labels = np.atleast_1d(self.nbytes)[order], [self.pairs()[i] for i in order]
+        pairs = self.pairs()  # once: indexing a fresh list per size made this quadratic
+        sizes, labels = np.atleast_1d(self.nbytes)[order], [pairs[i] for i in order]
         return [(int(sizes[i]), labels[i - 1], labels[i]) for i in range(1, len(labels)) if labels[i] != labels[i - 1]]
 
 
