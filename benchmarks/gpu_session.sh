@@ -53,5 +53,8 @@ run bench-nccl   $PY -m commlab bench all_reduce -b 8 -e 1G -f 4 --ranks 1 --bac
 for op in all_gather reduce_scatter broadcast reduce all_to_all; do
     run "bench-nccl-$op" $PY -m commlab bench $op -b 1K -e 64M -f 16 --ranks 1 --backend nccl -n 5 -w 2
 done
+run bench-files  $PY -m commlab bench all_reduce -b 8 -e 64m -f 8 --ranks 1 --backend nccl -n 5 -w 2 \
+    -J "$OUT/bench-nccl.json" --csv "$OUT/bench-nccl.csv" --plot "$OUT/bench-nccl.png"
 run bench-gloo   $PY -m commlab bench all_reduce -b 8 -e 64M -f 4 --ranks 2 --backend gloo -n 5 -w 2
+run nccl-tests-fit $PY -m commlab nccl-tests "$OUT/bench-nccl.log" --json
 echo "gpu_session: logs in $OUT/"
