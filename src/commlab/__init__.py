@@ -1,8 +1,9 @@
 """commlab: the package behind the commlab book on GPU cluster communication.
 
-Pure layer (numpy and matplotlib only): units, hardware, collectives, schedules, cost, overlap,
-parallelism, exercises, nccl, viz, book. Live layer (torch.distributed, pynvml): launch, bench, p2p,
-topology, measure. Importing the package imports nothing heavy; import the submodule you need.
+Pure layer (numpy and matplotlib only): units, hardware, output, collectives, schedules, cost, fabric, cluster,
+overlap, parallelism, exercises, nccl, viz, book. Live layer (torch.distributed, pynvml): launch, bench, p2p,
+topology, measure, compat, labs. The command line: cli. Importing the package imports nothing heavy; import the
+submodule you need (docs/architecture.md has the map).
 
 The version is written once, in pyproject.toml; ``commlab.__version__`` reads it back from the installed
 package's metadata (:mod:`importlib.metadata`), or from pyproject.toml itself when ``src/`` is used without

@@ -124,3 +124,15 @@ def test_every_lab_has_its_notebook_script_and_reference(lab):
     entry = registry.lab(lab)
     assert (REPO / entry.notebook).is_file() and (REPO / entry.script).is_file()
     assert (REPO / "src" / "commlab" / "labs" / "solutions" / f"{lab}.py").is_file()
+
+
+def test_relative_class_and_mine_folders_are_graded_like_absolute_ones(tmp_path):
+    """`commlab labs check --class submissions/` run from the folder that holds it (the instructor's page)."""
+    write(tmp_path / "submissions" / "ada", "ring_vs_tree", right("ring_vs_tree"))
+    env = {k: v for k, v in os.environ.items() if k not in ("COMMLAB_LAB_SOLUTIONS", "COMMLAB_LABS_MINE")}
+    for args in (["--class", "submissions"], ["--mine", "submissions/ada"]):
+        done = subprocess.run([sys.executable, "-m", "commlab", "labs", "check", "ring_vs_tree", *args, "--json"],
+                              capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        found = json.loads(done.stdout)
+        assert found["failed"] == 0 and found["passed"] == len(registry.lab("ring_vs_tree").tasks)

@@ -184,7 +184,8 @@ def test_executed_build_embeds_the_animation_and_replaces_the_widget(tmp_path):
     book = write_book(tmp_path / "book")
     out = tmp_path / "html"
     result = build(book, BuildConfig(out_dir=out, execute=True, timeout_s=120,
-                                     mathjax_dir=fake_mathjax(tmp_path / "mj")))
+                                     mathjax_dir=fake_mathjax(tmp_path / "mj"),
+                                     kernel_env=(("COMMLAB_LAB_SOLUTIONS", "1"),)))
     assert result.executed and result.n_widget_notes == 2
     anim = (out / "chapters/01_anim.html").read_text()
     assert '<div class="animation">' in anim
@@ -201,7 +202,7 @@ def test_executed_build_embeds_the_animation_and_replaces_the_widget(tmp_path):
     intro = (out / "chapters/00_intro.html").read_text()
     assert "read from the notebook&#39;s own folder" in intro or "read from the notebook's own folder" in intro
     assert "STALE_OUTPUT" not in intro and "fresh" in intro
-    assert "solutions: 1" in (out / "labs/lab_one.html").read_text()  # labs run with their solutions
+    assert "solutions: 1" in (out / "labs/lab_one.html").read_text()  # the kernel got kernel_env
     assert broken_relative_links(out) == []
 
 
@@ -290,3 +291,19 @@ def test_ring_chapter_page_embeds_the_ring_animation(tmp_path):
     for exercise_id in shown:
         assert f"{exercise_id}</b>: {exercises.get(exercise_id).title}<p>" in text, exercise_id
     assert page.count(f"<strong>{NOTE_CHECK}</strong>") == len(shown)
+
+
+def test_the_book_layer_imports_nothing_of_the_labs():
+    """Arrows: the book knows nothing of the labs; `commlab book build` (cli) passes the labs' switch in."""
+    import ast
+    from pathlib import Path
+
+    import commlab.book as book_pkg
+    from commlab.cli.book import _build  # noqa: F401  (the CLI is where the labs' switch is named)
+
+    for path in Path(book_pkg.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                assert not node.module.startswith("commlab.labs"), f"{path.name} imports {node.module}"
+            if isinstance(node, ast.Import):
+                assert not any(a.name.startswith("commlab.labs") for a in node.names), path.name

@@ -77,9 +77,11 @@ class BuildConfig:
     """Longest time one cell may run when executing, in seconds."""
     mathjax_dir: Path | None = None
     """A MathJax 2.7 folder to copy next to the pages; None: the jupyter-server-mathjax copy, else the CDN."""
-    lab_solutions: bool = True
-    """When executing, run labs with their reference solutions (``COMMLAB_LAB_SOLUTIONS=1``, as CI does):
-    a lab is committed with cells for the reader to fill in, which fail until they are written."""
+    kernel_env: tuple[tuple[str, str], ...] = ()
+    """When executing, extra environment variables for the notebooks' kernel, as (name, value) pairs; part of
+    the cache key. ``commlab book build`` passes the labs' switch to their reference solutions here (a lab is
+    committed with cells for the reader to fill in, which fail until they are written); the book layer itself
+    knows nothing of the labs."""
     cache_dir: Path | None = None
     """Where executed notebooks are kept between builds; None: ``.commlab-book-cache`` next to ``out_dir``."""
     use_cache: bool = True
@@ -87,6 +89,7 @@ class BuildConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "out_dir", Path(self.out_dir))
+        object.__setattr__(self, "kernel_env", tuple((str(k), str(v)) for k, v in dict(self.kernel_env).items()))
         if isinstance(self.timeout_s, bool) or not isinstance(self.timeout_s, (int, float)) \
                 or not self.timeout_s > 0:
             raise CommlabError(f"timeout_s must be a number of seconds > 0, got {self.timeout_s!r}")
@@ -173,13 +176,12 @@ class _Builder:
     def __init__(self, book: Book, config: BuildConfig, log: Callable[[str], None]) -> None:
         self.book, self.config, self.log = book, config, log
         self.cache = ExecutionCache(config.cache_dir) if config.execute else None
-        self.salt = environment_salt(config.lab_solutions) if config.execute else ""
+        self.salt = environment_salt(config.kernel_env) if config.execute else ""
         self.n_executed = self.n_cached = self.n_widgets = 0
 
     def _execute(self, notebook: str, nb, step: str):
         """``nb`` executed, from the cache when its key is there; also says which ("executed"/"unchanged")."""
         from commlab.book.execute import execute_notebook
-        from commlab.labs import ENV_VAR
 
         key = notebook_key(self.book.root, notebook, self.salt)
         cached = self.cache.get(notebook, key) if self.config.use_cache else None
@@ -187,8 +189,8 @@ class _Builder:
             self.n_cached += 1
             return cached, "unchanged since the last build, not executed again"
         self.log(f"{step} executing {notebook} ...")
-        extra_env = {ENV_VAR: "1"} if self.config.lab_solutions else {}
-        execute_notebook(nb, (self.book.root / notebook).parent, notebook, self.config.timeout_s, extra_env)
+        execute_notebook(nb, (self.book.root / notebook).parent, notebook, self.config.timeout_s,
+                         dict(self.config.kernel_env))
         self.cache.put(notebook, key, nb)
         self.n_executed += 1
         return nb, "executed"

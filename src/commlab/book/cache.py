@@ -64,13 +64,13 @@ def package_fingerprint() -> str:
     return digest.hexdigest()
 
 
-def environment_salt(lab_solutions: bool) -> str:
+def environment_salt(kernel_env: tuple[tuple[str, str], ...] = ()) -> str:
     """Everything but the notebook that an executed page depends on, as one string (see the module)."""
     versions = ",".join(f"{dist}={_version(dist)}" for dist in VERSIONED)
     settings = ",".join(f"{name}={value}" for name, value in sorted(os.environ.items()) if name in KERNEL_ENV
                         or name.startswith("COMMLAB_"))
     return (f"commlab-book-cache-1|{package_fingerprint()}|python={sys.version.split()[0]}|{versions}"
-            f"|lab_solutions={bool(lab_solutions)}|{settings}")
+            f"|kernel_env={sorted(kernel_env)}|{settings}")
 
 
 def notebook_key(root: Path, notebook: str, salt: str) -> str:

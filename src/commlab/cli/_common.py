@@ -37,5 +37,6 @@ def read_input(path: str, what: str, keep_line_ends: bool = False) -> str:
 
 
 def print_json(obj) -> None:
-    json.dump(obj, sys.stdout, indent=2)
+    """``obj`` as strict JSON on stdout: a NaN or an infinity is a bug to find, not a token to print."""
+    json.dump(obj, sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")

@@ -57,13 +57,15 @@ def _log(line: str) -> None:
 def _build(args, book) -> int:
     from commlab.book import check_book
     from commlab.book.build import BuildConfig, build
+    from commlab.labs import ENV_VAR  # the labs run their reference solutions in the edition, as in CI
 
     for problem in check_book(book):
         if "is not listed" in problem:
             print(f"note: {problem} (it is not built)")
 
     config = BuildConfig(out_dir=Path(args.out), execute=args.execute, timeout_s=_timeout_s(args.timeout),
-                         mathjax_dir=args.mathjax, cache_dir=args.cache, use_cache=not args.rebuild)
+                         mathjax_dir=args.mathjax, cache_dir=args.cache, use_cache=not args.rebuild,
+                         kernel_env=((ENV_VAR, "1"),))
     result = build(book, config, log=_log)
     how = (f": {result.n_executed} executed, {result.n_cached} unchanged (cache {config.cache_dir})"
            if result.executed else " (source only: run with --execute for outputs)")

@@ -43,7 +43,7 @@ def _fail_all(learner, entry: registry.Lab, module: Path, problem: str, seconds:
 def grade_lab(entry: registry.Lab, folder: Path, learner: str | None = None,
               timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Graded]:
     """Every task of ``entry`` on ``<folder>/<lab>.py``, in a child process limited to ``timeout_s``."""
-    module = folder / f"{entry.name}.py"
+    module = (Path(folder) / f"{entry.name}.py").resolve()  # the checks run in a scratch folder: no relative path
     if not module.is_file():
         return _fail_all(learner, entry, module, f"not handed in: there is no {entry.name}.py in {folder}")
     env = {k: v for k, v in os.environ.items() if k != "COMMLAB_LAB_SOLUTIONS"}
