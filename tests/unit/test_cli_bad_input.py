@@ -155,3 +155,17 @@ def test_bench_files_on_a_full_disk_are_one_line_and_exit_2(monkeypatch, flag):
     monkeypatch.setattr(notebook, "run_sweep", lambda *args, **kwargs: result)
     code, out, err = _run(["bench", "all_reduce", flag, "/dev/full"])
     assert code == 2 and err.endswith(f"error: cannot write {flag} '/dev/full': No space left on device\n")
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["plan", "--model", "70B", "--gpus", "32", "--gpu", "h100", "--recompute", "some"],
+     "commlab plan: error: argument --recompute: invalid choice: 'some'"),
+    (["cluster", "export", "dgx-h100-ndr"], "commlab cluster export: error: the following arguments are required"),
+    (["bench", "all_reduce", "--bogus"], "commlab: error: unrecognized arguments: --bogus"),
+    (["simulate"], "commlab simulate: error: the following arguments are required: ALGO"),
+])
+def test_argparse_errors_are_one_line_too(argv, words):
+    """argparse's own refusals (unknown flag, missing or invalid argument): one line, exit 2, no usage dump."""
+    done = subprocess.run([sys.executable, "-m", "commlab", *argv], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith(words) and "usage:" not in done.stderr

@@ -45,7 +45,11 @@ def _drop_stdout() -> None:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that exits with status 2 and one line naming the bad argument (its default behaviour)."""
+    """argparse that exits with status 2 and ONE line naming the bad argument: argparse's own error() prints
+    the whole usage first, which buries the reason (and a script parsing stderr gets several lines)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
