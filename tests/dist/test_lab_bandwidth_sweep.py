@@ -164,6 +164,11 @@ def test_script_sweeps_two_ranks_and_reports():
     assert all(m.wrong == 0 for row in log.rows for m in (row.oop, row.ip))
     assert "largest difference from the table's busbw column 0 GB/s" in done.stdout
     assert "8x H100 (fixture 07)" in done.stdout and "above the link" in done.stdout
+    assert "protocol-aware fit (" in done.stdout and "alpha_Simple_us = " in done.stdout    # 3 sizes: one regime
+    h100 = nccl.parse_log(nccl.nccl_tests_log(7).read_text())          # fixture 07: what NCCL's tuner picks
+    from commlab.cost.fixture_machines import fixture_machine
+    (at, old, new), = cost.predict("all_reduce", [r.size_bytes for r in h100.rows], fixture_machine(7).machine).switches()
+    assert f"{old} -> {new} at {at // 2**20} MiB" in done.stdout
 
 
 def test_script_under_torchrun_prints_once_from_rank_0(tmp_path):

@@ -62,8 +62,8 @@ def _marks(axes, marks) -> None:
     for nbytes, label in marks:
         for ax in axes:
             ax.axvline(nbytes, color=INK, linestyle="--", linewidth=1.0)
-        axes[0].annotate(label, xy=(nbytes, 0.04), xycoords=("data", "axes fraction"), xytext=(4, 0),
-                         textcoords="offset points", rotation=90, fontsize=10, color=INK, va="bottom")
+        axes[0].annotate(label, xy=(nbytes, 0.04), xycoords=("data", "axes fraction"), xytext=(-3, 0),
+                         textcoords="offset points", rotation=90, fontsize=10, color=INK, va="bottom", ha="right")
 
 
 def plot_fit_residuals(nbytes, t_s, models: Mapping[str, Callable], *, fit=None,
@@ -76,7 +76,7 @@ def plot_fit_residuals(nbytes, t_s, models: Mapping[str, Callable], *, fit=None,
     s, t = _checked(nbytes, t_s, models)
     grid = np.geomspace(s[0], s[-1], 400)
     with use_book_style():
-        fig = new_figure(9.0, 6.4, layout="constrained")
+        fig = new_figure(9.0, 7.0, layout="constrained")
         top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
         if fit is not None:
             _regimes(top, fit, s[0] / 1.3, s[-1] * 1.3)
@@ -91,10 +91,12 @@ def plot_fit_residuals(nbytes, t_s, models: Mapping[str, Callable], *, fit=None,
         _marks((top, bottom), marks)
         top.set_yscale("log")
         top.set_ylabel("time of one call (s)")
-        top.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=10)
         bottom.set_ylabel("model / measured - 1 (%)")
         bottom.set_xlabel("message size (nccl-tests `size`)")
-        bottom.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=10)
+        handles, labels = top.get_legend_handles_labels()
+        band = [h for h, label in zip(*bottom.get_legend_handles_labels()) if label.startswith("+-")]
+        fig.legend(handles + band, labels + [f"+-{BAND:.0%} (residuals)"], loc="outside lower center", ncols=2,
+                   fontsize=10)
         for ax in (top, bottom):
             _size_axis(ax)
         bottom.tick_params(axis="x", labelrotation=45)
