@@ -28,7 +28,7 @@ def test_each_size_is_drawn_in_the_colour_of_the_pair_picked_there():
         for nbytes, pair in zip(prediction.nbytes, prediction.pairs()):
             holder = [b for b in bars if b.get_x() <= nbytes <= b.get_x() + b.get_width()]
             assert len(holder) == 1 and to_hex(holder[0].get_facecolor()) == PAIR_COLORS[pair].lower(), nbytes
-    key = {t.get_text() for t in ax.get_legend().get_texts()}
+    key = {t.get_text() for t in fig.legends[0].get_texts()}
     assert key == set(one.pairs()) | set(many.pairs()) | {"a mark"}
     assert png_bytes(fig).startswith(b"\x89PNG") and fig.get_figwidth() <= 10
 

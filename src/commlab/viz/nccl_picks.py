@@ -74,7 +74,7 @@ def plot_nccl_picks(bands: Sequence[tuple[str, object]], *, marks: Sequence[tupl
         if not 0 <= index < len(bands):
             raise CommlabError(f"a mark's band index must be 0..{len(bands) - 1}, got {index}")
     with use_book_style():
-        fig = new_figure(9.6, 0.75 * len(bands) + 2.2, layout="constrained")
+        fig = new_figure(9.6, 0.75 * len(bands) + 2.8, layout="constrained")
         ax = fig.add_subplot()
         used: set[str] = set()
         for i, (_label, prediction) in enumerate(bands):
@@ -96,8 +96,7 @@ def plot_nccl_picks(bands: Sequence[tuple[str, object]], *, marks: Sequence[tupl
         handles = [Patch(color=PAIR_COLORS.get(p, OTHER), label=p) for p in PAIR_COLORS if p in used]
         handles += [Patch(color=OTHER, label=p) for p in sorted(used - set(PAIR_COLORS))]
         handles += ax.get_legend_handles_labels()[0]
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=10,
-                  title="NCCL picks", title_fontsize=10)
+        fig.legend(handles=handles, loc="outside lower center", ncols=4, fontsize=10)
         ax.set_title(title or "the (algorithm, protocol) NCCL picks at each size", loc="left", color=INK)
         ax.tick_params(axis="y", colors=MUTED)
     return fig
