@@ -100,3 +100,35 @@ def plot_nccl_picks(bands: Sequence[tuple[str, object]], *, marks: Sequence[tupl
         ax.set_title(title or "the (algorithm, protocol) NCCL picks at each size", loc="left", color=INK)
         ax.tick_params(axis="y", colors=MUTED)
     return fig
+
+
+def plot_pair_times(prediction, *, title: str = "", max_ratio: float = 20.0) -> Figure:
+    """Every (algorithm, protocol) pair's predicted time (``prediction.table``) over the fastest pair's at each
+    size, in the pairs' colours, and NCCL's pick over them: where two lines cross 1, the fastest pair changes;
+    where NCCL's pick leaves 1, NCCL's own estimate ranked the pairs otherwise than the machine runs them."""
+    sizes = np.atleast_1d(prediction.nbytes).astype(float)
+    if sizes.size < 2 or np.any(sizes <= 0):
+        raise CommlabError(f"plot_pair_times needs at least 2 sizes > 0, got {sizes.size}")
+    order = np.argsort(sizes)
+    best_us = np.min(np.stack([np.asarray(t, dtype=float) for t in prediction.table.values()]), axis=0)
+    with use_book_style():
+        fig = new_figure(9.0, 5.2, layout="constrained")
+        ax = fig.add_subplot()
+        for (algo, proto), time_us in prediction.table.items():
+            pair = f"{algo}/{proto}"
+            ax.plot(sizes[order], (np.asarray(time_us, dtype=float) / best_us)[order],
+                    color=PAIR_COLORS.get(pair, OTHER), linewidth=1.6, label=pair)
+        ax.plot(sizes[order], (np.atleast_1d(prediction.time_s) * 1e6 / best_us)[order], color=INK, linewidth=4,
+                alpha=0.3, label="NCCL's pick")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_ylim(0.95, max_ratio)
+        ax.xaxis.set_major_locator(LogLocator(base=16))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: format_nbytes(x, binary=True)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: f"{y:g}x"))
+        ax.set_xlabel("all-reduce size")
+        ax.set_ylabel("predicted time / the fastest pair's")
+        fig.legend(loc="outside right upper", fontsize=10)
+        ax.set_title(title or "every (algorithm, protocol) pair against the fastest, and NCCL's pick", loc="left",
+                     color=INK)
+    return fig
