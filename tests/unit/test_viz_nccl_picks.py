@@ -54,36 +54,3 @@ def test_pair_times_are_each_pair_over_the_fastest_and_the_pick_is_drawn():
     with pytest.raises(CommlabError, match="at least 2 sizes"):
         plot_pair_times(cost.predict("all_reduce", [1024.0], cost.parse_machine("gpu=h100,gpus_per_node=8")))
 
-
-@pytest.mark.parametrize("which", ["bands", "pairs"])
-def test_legible_every_text_at_least_10_pt_inside_a_figure_at_most_10_in_wide(which):
-    """The house rule of tests/unit/test_viz_legibility.py."""
-    import io
-
-    import matplotlib
-
-    from commlab.viz.nccl_picks import plot_pair_times
-    from commlab.viz.style import MIN_FONT_PT
-
-    many = _prediction("gpu=h100,gpus_per_node=8,nodes=128,nics_per_node=8,nic_Gbps=400,net=ib")
-    fig = (plot_nccl_picks([("128 nodes, 1024 GPUs, NVLS off", many), ("1 node", _prediction("gpu=h100,gpus_per_node=8"))],
-                           marks=[(0, 2.0**22, "your plain crossover (link numbers)")])
-           if which == "bands" else plot_pair_times(many))
-    drawn, original = [], matplotlib.text.Text.draw
-
-    def watch(self, renderer):
-        if self.get_visible() and self.get_text().strip():
-            drawn.append(self)
-        return original(self, renderer)
-
-    matplotlib.text.Text.draw = watch
-    try:
-        fig.savefig(io.BytesIO(), format="png", bbox_inches=None)
-    finally:
-        matplotlib.text.Text.draw = original
-    renderer, box = fig.canvas.get_renderer(), fig.bbox
-    assert fig.get_figwidth() <= 10.0 and drawn
-    assert not {x.get_text(): x.get_fontsize() for x in drawn if x.get_fontsize() < MIN_FONT_PT}
-    extents = [(x.get_text(), x.get_window_extent(renderer)) for x in drawn]
-    cut = [t for t, e in extents if e.x0 < box.x0 - 1 or e.x1 > box.x1 + 1 or e.y0 < box.y0 - 1 or e.y1 > box.y1 + 1]
-    assert not cut, cut
