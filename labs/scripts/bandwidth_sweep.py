@@ -1,7 +1,9 @@
 """The bandwidth sweep lab as a script: an nccl-tests-style sweep over torch.distributed, busbw recomputed from
-algbw by hand, an alpha-beta fit, and the comparison with a real 8x H100 nccl-tests run (labs/bandwidth_sweep.ipynb).
-busbw and the fit use your bus_factor and least_squares_alpha_beta from labs/mine/bandwidth_sweep.py (else the
-reference; the first line says which, ``--reference`` forces it).
+algbw by hand, an alpha-beta fit and the protocol-aware fit (regimes, each alpha and B, boundaries from the data),
+and the comparison with a real 8x H100 nccl-tests run regime by regime, next to what NCCL's tuner picks there
+(labs/bandwidth_sweep.ipynb). busbw, the line and the regimes' times use your bus_factor,
+least_squares_alpha_beta and protocol_time_s from labs/mine/bandwidth_sweep.py (else the reference; the first
+line says which, ``--reference`` forces it).
 
 On one machine, without a launcher (the script starts the ranks itself; gloo on CPU, NCCL with a GPU per rank):
 
@@ -89,6 +91,59 @@ def fit_lines(result, code) -> list[str]:
             f"R^2 = {ref.r2:.3f}"]
 
 
+def _errors(t_s, model_t_s):
+    """|model / measured - 1| per row."""
+    import numpy as np
+
+    return np.abs(np.asarray(model_t_s, dtype=float) / np.asarray(t_s, dtype=float) - 1)
+
+
+def protocol_lines(result, code) -> list[str]:
+    """The protocol-aware fit of the run: its parameters with units, its regimes, and its median error next to
+    the line's (the regimes' times from ``code``'s protocol_time_s)."""
+    import numpy as np
+
+    from commlab.cost import fit_alpha_beta, fit_protocol_model
+
+    nbytes = np.array([row.size_bytes for row in result.rows], dtype=float)
+    t_s = np.array([row.oop.time_us for row in result.rows]) * 1e-6
+    if len(nbytes) < 3:
+        return [f"protocol-aware fit: needs at least 3 sizes, this sweep has {len(nbytes)}"]
+    fit = fit_protocol_model(nbytes, t_s)
+    params = ", ".join(f"{name} = {'inf' if p['value'] is None else format(p['value'], '.4g')} {p['unit']}"
+                       for name, p in fit.params.items())
+    line = _errors(t_s, fit_alpha_beta(nbytes, t_s).time_s(nbytes))
+    regimes = _errors(t_s, code.function("protocol_time_s")(nbytes, fit.regimes))
+    return ([f"protocol-aware fit ({len(fit.params)} numbers): {params}"] + ["  " + x for x in fit.describe()]
+            + [f"|model / measured - 1|, median and mean: alpha-beta line {np.median(line):.1%} and "
+               f"{line.mean():.1%}, protocol-aware {np.median(regimes):.1%} and {regimes.mean():.1%} (the mean is "
+               f"what it minimises)"])
+
+
+def fixture_lines(code) -> list[str]:
+    """Fixture 07 regime by regime: the protocol-aware fit, and what NCCL's tuner picks on its machine."""
+    import numpy as np
+
+    from commlab import nccl
+    from commlab.cost import LaunchShape, fit_protocol_model, predict
+    from commlab.cost.fixture_machines import fixture_machine
+    from commlab.units import format_nbytes
+
+    log = nccl.parse_log(nccl.nccl_tests_log(COMPARE_FIXTURE).read_text())
+    nbytes = np.array([row.size_bytes for row in log.rows], dtype=float)
+    t_s = np.array([row.oop.time_us for row in log.rows]) * 1e-6
+    fit = fit_protocol_model(nbytes, t_s)
+    machine = fixture_machine(COMPARE_FIXTURE).machine
+    pred = predict(log.collective, nbytes, machine, launch=LaunchShape.from_log(log))
+    fitted = float(np.median(_errors(t_s, code.function("protocol_time_s")(nbytes, fit.regimes))))
+    predicted = float(np.median(_errors(t_s, pred.time_s)))
+    picks = "; ".join(f"{old} -> {new} at {format_nbytes(at, binary=True)}" for at, old, new in pred.switches())
+    return ([f"8x H100 (fixture 07), protocol-aware fit (median error {fitted:.1%}):"]
+            + ["  " + x for x in fit.describe()]
+            + [f"  NCCL's tuner on {machine.describe()} (median error {predicted:.1%}) picks "
+               f"{pred.pairs()[0]} first; {picks or 'no switch'}"])
+
+
 def compare_lines(result, link: str | None) -> list[str]:
     """This run next to the real 8x H100 log, in the numbers commlab.nccl.summarize gives."""
     from commlab import nccl
@@ -110,9 +165,10 @@ def compare_lines(result, link: str | None) -> list[str]:
 
 
 def report(result, code, link: str | None = None) -> str:
-    """What rank 0 prints: the nccl-tests table, then the lab's three results."""
+    """What rank 0 prints: the nccl-tests table, then the lab's results."""
     lines = [result.table().rstrip(), ""]
-    lines += busbw_lines(result, code) + fit_lines(result, code) + [""] + compare_lines(result, link)
+    lines += busbw_lines(result, code) + fit_lines(result, code) + protocol_lines(result, code) + [""]
+    lines += compare_lines(result, link) + fixture_lines(code)
     return "\n".join(lines)
 
 

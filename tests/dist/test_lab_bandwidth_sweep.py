@@ -1,5 +1,6 @@
 """The bandwidth sweep lab: its reference solutions against independent references (nccl-tests' factor table,
-numpy, commlab.cost's fit), and its script run for real on gloo ranks, alone and under torchrun."""
+numpy, commlab.cost's fits), the protocol_time_s check against the mistakes it must catch, and its script run for
+real on gloo ranks, alone and under torchrun."""
 from __future__ import annotations
 
 import importlib.util
@@ -15,7 +16,8 @@ import pytest
 
 from commlab import collectives, cost, nccl
 from commlab.errors import CommlabError
-from commlab.labs.solutions.bandwidth_sweep import bus_factor, least_squares_alpha_beta
+from commlab.labs.checks import bandwidth_sweep as checks
+from commlab.labs.solutions.bandwidth_sweep import bus_factor, least_squares_alpha_beta, protocol_time_s
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "labs" / "scripts" / "bandwidth_sweep.py"
@@ -92,6 +94,66 @@ def test_fit_pins_a_negative_alpha_to_zero():
     assert math.isclose(beta, np.sum(sizes / t_s) / np.sum((sizes / t_s) ** 2))   # closed form, alpha = 0
 
 
+def _by_hand(nbytes, regimes) -> list[float]:
+    """The model's time written out size by size: the last regime that starts at or below the size."""
+    out = []
+    for s in np.atleast_1d(nbytes):
+        mine = [r for r in regimes if r.first_nbytes <= s][-1]
+        out.append(mine.alpha_s + mine.beta_s_per_byte * s)
+    return out
+
+
+@pytest.mark.parametrize("key", [7, 8, 9, 11, 12, 13, 14, 19, 20, 23])
+def test_protocol_time_s_is_the_fitted_model_on_real_logs(key):
+    rows = nccl.parse_log(nccl.nccl_tests_log(key).read_text()).rows
+    sizes = np.array([r.size_bytes for r in rows], dtype=float)
+    fit = cost.fit_protocol_model(sizes, np.array([r.oop.time_us for r in rows]) * 1e-6)
+    probe = np.concatenate([sizes, [b for r in fit.regimes[1:] for b in (r.first_nbytes, r.first_nbytes * 0.999)]])
+    np.testing.assert_allclose(protocol_time_s(probe, fit.regimes), _by_hand(probe, fit.regimes), rtol=1e-12)
+    np.testing.assert_allclose(protocol_time_s(probe, fit.regimes), fit.time_s(probe), rtol=1e-12)
+
+
+def _lower_envelope(nbytes, regimes):
+    s = np.asarray(nbytes, dtype=float)
+    return np.min([r.alpha_s + r.beta_s_per_byte * s for r in regimes], axis=0)
+
+
+def _boundary_to_old_regime(nbytes, regimes):
+    s = np.asarray(nbytes, dtype=float)
+    k = np.searchsorted([r.first_nbytes for r in regimes[1:]], s, side="left")
+    return np.array([r.alpha_s for r in regimes])[k] + np.array([r.beta_s_per_byte for r in regimes])[k] * s
+
+
+def _gb_per_s_as_bytes(nbytes, regimes):
+    s = np.asarray(nbytes, dtype=float)
+    k = np.searchsorted([r.first_nbytes for r in regimes[1:]], s, side="right")
+    return np.array([r.alpha_s for r in regimes])[k] + s / np.array([r.bw_GBps for r in regimes])[k]
+
+
+def _first_regime_only(nbytes, regimes):
+    return regimes[0].alpha_s + regimes[0].beta_s_per_byte * np.asarray(nbytes, dtype=float)
+
+
+@pytest.mark.parametrize("wrong, says", [
+    (_lower_envelope, "you took the fastest line"), (_boundary_to_old_regime, "belongs to it"),
+    (_gb_per_s_as_bytes, "seconds per byte"), (_first_regime_only, "it lies in regime LL128"),
+    (lambda nbytes, regimes: float(protocol_time_s(np.asarray(nbytes).ravel()[0], regimes)), "returned shape"),
+])
+def test_protocol_time_s_check_catches_realistic_mistakes(wrong, says):
+    outcome = checks.protocol_time_s(wrong)
+    assert not outcome.ok and says in outcome.problem, outcome.problem
+    assert checks.protocol_time_s(protocol_time_s).ok
+
+
+def test_protocol_time_s_cases_hold_a_size_where_the_fastest_line_is_not_the_regimes():
+    """Every made-up case and at least two real fits have sizes where the lower envelope differs from the model:
+    otherwise the check could not tell the two apart."""
+    differs = [what for regimes, sizes, what in checks.protocol_cases()
+               if np.any(~np.isclose(_lower_envelope(sizes, regimes), cost.ProtocolFit(tuple(regimes), 0, 0.0)
+                                     .time_s(sizes), rtol=1e-6))]
+    assert sum(w.startswith("made-up") for w in differs) == 2 and len(differs) >= 4, differs
+
+
 def test_script_sweeps_two_ranks_and_reports():
     done = subprocess.run([sys.executable, str(SCRIPT), "--ranks", "2", "-b", "1K", "-e", "16K", "-f", "4",
                            "-n", "2", "-w", "1"], capture_output=True, text=True, timeout=120, env=clean_env())
@@ -102,6 +164,11 @@ def test_script_sweeps_two_ranks_and_reports():
     assert all(m.wrong == 0 for row in log.rows for m in (row.oop, row.ip))
     assert "largest difference from the table's busbw column 0 GB/s" in done.stdout
     assert "8x H100 (fixture 07)" in done.stdout and "above the link" in done.stdout
+    assert "protocol-aware fit (" in done.stdout and "alpha_Simple_us = " in done.stdout    # 3 sizes: one regime
+    h100 = nccl.parse_log(nccl.nccl_tests_log(7).read_text())          # fixture 07: what NCCL's tuner picks
+    from commlab.cost.fixture_machines import fixture_machine
+    (at, old, new), = cost.predict("all_reduce", [r.size_bytes for r in h100.rows], fixture_machine(7).machine).switches()
+    assert f"{old} -> {new} at {at // 2**20} MiB" in done.stdout
 
 
 def test_script_under_torchrun_prints_once_from_rank_0(tmp_path):

@@ -1,6 +1,6 @@
 """The ring vs tree lab: the reference models against closed forms and commlab.cost, the crossover against the
-models themselves, and the script's worker on 4 real gloo ranks (it checks ring and tree against
-dist.all_reduce)."""
+models themselves, the script's worker on 4 real gloo ranks (it checks ring and tree against dist.all_reduce),
+and what the script says NCCL's tuner picks (against commlab.cost.predict) and what NCCL_ALGO did."""
 from __future__ import annotations
 
 import importlib.util
@@ -78,6 +78,43 @@ def test_script_worker_checks_and_times_on_four_gloo_ranks(no_child_left):
         assert set(times) == set(script.ALGOS) and all(t > 0 for t in times.values())
     text = script.report(out, code)
     assert "all-reduce on 4 ranks (gloo)" in text and "fitted from the ring's times" in text
+    assert out["n_gpus"] == 0 and out["local_ranks"] == 4 and "NCCL_ALGO" not in text
+    assert text.count("NCCL's tuner on DGX H100 x ") == 2 * len(script.DGX_NODES)
+
+
+def test_nccl_lines_are_what_cost_predict_picks_and_the_plain_crossover():
+    """Each machine's line lists predict's first pair and every switch; the DGX machines add the plain crossover
+    from the learner's function with the link's numbers (here the reference, checked against commlab.cost)."""
+    from commlab import cluster, hardware
+    from commlab.units import format_nbytes
+
+    script = load_script()
+    code = Code("ring_vs_tree", None, "test")
+    lines = script.nccl_lines(code)
+    m16 = cluster.preset("dgx-h100-ndr").machine(16)
+    p = cost.predict("all_reduce", script.PICK_SIZES, m16)
+    line16 = next(x for x in lines if "DGX H100 x 16 (128 GPUs), NVLS on" in x)
+    assert line16.split(": ", 1)[1].startswith(p.pairs()[0] + ", ")
+    for at, _, new in p.switches():
+        assert f"{new} from {format_nbytes(at, binary=True)}" in line16
+    ndr = hardware.link("ib-ndr")
+    s_star = cost.crossover_nbytes("ring", "tree", 128, ndr.latency_s, ndr.unidir_Bps)
+    assert line16.endswith(f"plain ring = tree at {format_nbytes(s_star)} (ib-ndr)")
+    mine = script.nccl_lines(code, "gpu=a100,gpus_per_node=8,nodes=2,nics_per_node=4,nic_Gbps=100,net=efa")
+    assert len(mine) == 2 and "gpu=a100" in mine[1] and "plain ring" not in mine[1]
+
+
+@pytest.mark.parametrize("out, says", [
+    ({"backend": "gloo", "n_ranks": 8, "nccl_algo": "Ring", "n_gpus": 0}, "this machine has no CUDA GPU"),
+    ({"backend": "gloo", "n_ranks": 8, "nccl_algo": "Tree", "n_gpus": 1, "local_ranks": 8},
+     "8 ranks on 1 GPU(s) here, and NCCL refuses two ranks on one GPU"),
+    ({"backend": "gloo", "n_ranks": 2, "nccl_algo": "Ring", "n_gpus": 2, "nccl_built": False}, "built without NCCL"),
+    ({"backend": "nccl", "n_ranks": 8, "nccl_algo": "Tree", "n_gpus": 8}, "ran NCCL with NCCL_ALGO=Tree"),
+    ({"backend": "gloo", "n_ranks": 8, "nccl_algo": None, "n_gpus": 0}, None),
+])
+def test_the_script_says_what_nccl_algo_did(out, says):
+    note = load_script().algo_note(out)
+    assert (note == []) if says is None else (len(note) == 1 and says in note[0]), note
 
 
 def test_script_runs_on_its_own():
@@ -96,3 +133,6 @@ def test_script_refuses_bad_sizes_in_one_line(capsys):
     assert err.startswith("ring_vs_tree.py: error: --sizes must be positive multiples of 4") and err.count("\n") == 1
     assert script.main(["--repeats", "0"]) == 2
     assert "--repeats must be at least 1" in capsys.readouterr().err
+    assert script.main(["--machine", "gpu=h100,gpus=8"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("ring_vs_tree.py: error: unknown machine field 'gpus'") and err.count("\n") == 1

@@ -67,7 +67,7 @@ LABS: tuple[Lab, ...] = (
     Lab("ddp_overlap", "DDP's buckets",
         (_one("layers_from_model"), _one("ddp_buckets", 2))),
     Lab("bandwidth_sweep", "a bandwidth sweep and its fit",
-        (_one("bus_factor"), _one("least_squares_alpha_beta"))),
+        (_one("bus_factor"), _one("least_squares_alpha_beta"), _one("protocol_time_s"))),
     Lab("nccl_debug_multinode", "NCCL debug logs, variables and several nodes",
         (_one("answer_log_questions"), _one("env_for_goals"), _one("peak_busbw_GBps"), _one("classify_run"))),
     Lab("find_the_hang", "find the hang",

@@ -10,6 +10,7 @@ SHIPPED_BY_LAB = {
         "89e01cd273feb3682afe481cdf8f289ea9b4a2e08daedd23b3f71f7f0cd86fb1",
         "a1596cf11dbe90d4bfa36d961be044a874f629507ede1d4e6ee0798d54dc1dcf",
         "a5f0436e915e53aea96b902299e444b1e66628c6995db71f56857dbb38562244",
+        "8267d5a653cd774f1988fa89e01e511f46d2651ad6a3e9b6d8676ffefc323746",
     ),
     "build_your_own_ring": (
         "107e105e570286f732a92e36278e90f5ec943e92bc099ca16707a86ef1b64b9c",

@@ -5,7 +5,10 @@ The lab has the reader write two things an nccl-tests user does by hand:
 * :func:`bus_factor`: nccl-tests' bus bandwidth factor F(n), so that ``busbw = algbw * F(n)``
   (nccl-tests ``doc/PERFORMANCE.md``; chapter 08);
 * :func:`least_squares_alpha_beta`: the alpha-beta fit ``t = alpha + beta * S`` of a sweep, by least squares on
-  the relative error (chapter 02), the same fit as :func:`commlab.cost.fit_alpha_beta`.
+  the relative error (chapter 02), the same fit as :func:`commlab.cost.fit_alpha_beta`;
+* :func:`protocol_time_s`: the time the protocol-aware model (:func:`commlab.cost.fit_protocol_model`) gives a
+  size: the line of the regime whose size range holds it, not the fastest of the lines (the same as
+  :meth:`commlab.cost.ProtocolFit.time_s`).
 
 Only numpy is used here: these are what a reader can write in a notebook cell.
 """
@@ -67,3 +70,25 @@ def least_squares_alpha_beta(nbytes, t_s) -> tuple[float, float]:
     if beta < 0:
         alpha, beta = float(_weighted_lstsq([np.ones_like(s)], t)[0]), 0.0
     return float(alpha), float(beta)
+
+
+def protocol_time_s(nbytes, regimes):
+    """The protocol-aware model's time (s) of every size in ``nbytes`` (an array or one number).
+
+    ``regimes`` are the fit's regimes in size order (:class:`commlab.cost.Regime`: ``first_nbytes``,
+    ``alpha_s``, ``beta_s_per_byte``). Regime k holds the sizes from its ``first_nbytes`` (included) up to the
+    next regime's (excluded), and there ``t = alpha_k + beta_k S``. A line says nothing outside its range: NCCL
+    switches where its own *predicted* times cross, which is not always where the measured lines cross, so the
+    fastest line at a size may belong to a regime that does not run there.
+
+    >>> from commlab.cost import Regime
+    >>> regimes = [Regime("LL", 5e-6, 1 / 20e9, 0.0, 3), Regime("Simple", 20e-6, 1 / 200e9, 4096.0, 3)]
+    >>> [round(float(t) * 1e6, 4) for t in protocol_time_s([0, 4095, 4096], regimes)]
+    [5.0, 5.2048, 20.0205]
+    """
+    s = np.asarray(nbytes, dtype=float)
+    starts = np.array([r.first_nbytes for r in regimes[1:]], dtype=float)
+    k = np.searchsorted(starts, s, side="right")          # a size equal to a start belongs to the new regime
+    alpha = np.array([r.alpha_s for r in regimes], dtype=float)
+    beta = np.array([r.beta_s_per_byte for r in regimes], dtype=float)
+    return alpha[k] + beta[k] * s
