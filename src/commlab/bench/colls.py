@@ -17,9 +17,8 @@ from commlab.compat import all_gather_single, reduce_scatter_single
 def _run(op: str, inp, out, rank: int, n_ranks: int, root: int, redop, in_place: bool) -> None:
     import torch.distributed as dist
 
-    if op in ("all_reduce", "reduce") or (op == "broadcast" and rank == root):
-        if not in_place:
-            out.copy_(inp)
+    if not in_place and (op in ("all_reduce", "reduce") or (op == "broadcast" and rank == root)):
+        out.copy_(inp)
     if op == "all_reduce":
         dist.all_reduce(out, op=redop)
     elif op == "reduce":

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import posixpath
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from commlab.book import mathjax
 from commlab.book.cache import ExecutionCache, environment_salt, notebook_key
@@ -37,7 +37,8 @@ from commlab.output import check_writable_dir, describe, write_atomic
 DEFAULT_OUT_DIR = Path("_build/html")
 CACHE_NAME = ".commlab-book-cache"
 #: Modules a build imports, by what needs them, and the extra that installs them.
-TOOLS = {"any": ("nbformat", "nbconvert", "jupyter_core"), "execute": ("nbclient", "ipykernel", "jupyter_client", "zmq")}
+TOOLS = {"any": ("nbformat", "nbconvert", "jupyter_core"),
+         "execute": ("nbclient", "ipykernel", "jupyter_client", "zmq")}
 
 #: nbconvert's lab page with commlab's changes: no require.js (nothing on the pages needs it), no widget
 #: manager (widgets are stills), the book's style and scripts, and marks where the build puts the header,

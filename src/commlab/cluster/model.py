@@ -18,9 +18,9 @@ cannot run there says why. ``nccl_pick`` is what NCCL would run by default (Coll
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 import numpy as np
 

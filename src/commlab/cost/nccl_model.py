@@ -38,9 +38,9 @@ all_reduce has a Tree algorithm here (NCCL added others later).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 import numpy as np
 

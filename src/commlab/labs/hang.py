@@ -206,7 +206,7 @@ class FaultRun:
 def from_records(fault: Fault, found: dict[int, dict], launch: str = "") -> FaultRun:
     """A FaultRun from the per-rank dicts of :func:`step_here` (a rank missing from ``found`` left none)."""
     recorded = any(rec["entries"] for rec in found.values())
-    records = {r: None for r in range(fault.n_ranks)}
+    records = dict.fromkeys(range(fault.n_ranks))
     for r, rec in found.items():
         records[r] = rec["entries"] if recorded else rec["log"]
     source = ("the Flight Recorder" if recorded or not any(rec["log"] for rec in found.values())

@@ -42,7 +42,7 @@ class RankState:
     """When the launcher noticed the failure (the first one noticed is reported as the cause)."""
 
     @classmethod
-    def of(cls, proc: RankProcess, on_line=None) -> "RankState":
+    def of(cls, proc: RankProcess, on_line=None) -> RankState:
         return cls(proc, LineRelay(proc.rank, to_stderr=False, on_line=on_line),
                    LineRelay(proc.rank, to_stderr=True, on_line=on_line))
 

@@ -53,7 +53,7 @@ class RankProcess:
             try:
                 os.kill(self.pid, sig)
             except ProcessLookupError:
-                pass
+                pass  # it exited between the poll and the kill
 
     def end_group(self, sig: int) -> None:
         """Send ``sig`` to the rank's process group: the rank and every process it started. A rank that has

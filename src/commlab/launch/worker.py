@@ -198,7 +198,7 @@ def _exit_when_orphaned(parent_pid: int) -> None:
         try:
             os.killpg(os.getpid(), signal.SIGTERM)
         except OSError:
-            pass
+            pass  # nothing left to end: exit anyway
     os._exit(ORPHAN_EXIT_CODE)
 
 

@@ -11,8 +11,8 @@ tensors (a weight and its bias); treating a layer as one tensor is the simplific
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from commlab.errors import CommlabError
 

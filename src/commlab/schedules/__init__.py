@@ -129,4 +129,5 @@ def check_algorithm(algorithm: str) -> str:
     return algorithm
 
 
-__all__ += ["check_algorithm", "CommlabError", "MAX_RANKS", "MAX_TRANSFERS", "max_quadratic_ranks", "quadratic_transfers"]
+__all__ += ["check_algorithm", "CommlabError", "MAX_RANKS", "MAX_TRANSFERS", "max_quadratic_ranks",
+            "quadratic_transfers"]

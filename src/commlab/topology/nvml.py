@@ -95,7 +95,7 @@ def _shutdown(nvml) -> None:
     try:
         nvml.nvmlShutdown()
     except nvml.NVMLError:
-        pass
+        pass  # the readings are taken; a failed shutdown changes none of them
 
 
 def _read_machine(nvml) -> Topology:

@@ -100,9 +100,9 @@ def to_html(anim, interval_ms: int = 900, dpi: float | None = None) -> str:
     ``dpi``: pixels per inch of the frames (default :data:`STATIC_DPI`, or the animation's dpi if higher)."""
     import matplotlib
 
-    with matplotlib.rc_context({"animation.embed_limit": EMBED_LIMIT_MB, "savefig.dpi": _static_dpi(anim, dpi)}):
-        with _Player(anim, interval_ms) as player:
-            return offline_player(player.to_jshtml(default_mode="loop"))
+    with (matplotlib.rc_context({"animation.embed_limit": EMBED_LIMIT_MB, "savefig.dpi": _static_dpi(anim, dpi)}),
+          _Player(anim, interval_ms) as player):
+        return offline_player(player.to_jshtml(default_mode="loop"))
 
 
 def save_gif(anim, path: str | os.PathLike, interval_ms: int = 900, dpi: float | None = None) -> Path:

@@ -136,11 +136,11 @@ def _nvls_busbw(rng) -> Worked:
     question = (f"An NVLS all-reduce on {n} {gpu} ({rate(link.unidir_Bps)} per GPU, one way): the NVSwitch adds the "
                 f"data, so each GPU sends its S bytes once and receives the sum once, both at {num(100 * share)}% of "
                 "that rate. What busbw (GB/s) does nccl-tests print?")
-    solution = (f"One call takes t = S / ({num(share)} x {num(link.unidir_GBps)} GB/s), so algbw = S/t = {num(algbw)} GB/s. "
-                f"nccl-tests multiplies every all-reduce by the ring's factor 2(N-1)/N = {num(factor)}: busbw = "
-                f"{num(busbw)} GB/s, {'above' if busbw > link.unidir_GBps else 'below'} the link's "
-                f"{num(link.unidir_GBps)}. The switch did the adding a ring does on the GPUs (chapter 8, why NVLS "
-                "passes the link).")
+    solution = (f"One call takes t = S / ({num(share)} x {num(link.unidir_GBps)} GB/s), so algbw = S/t = "
+                f"{num(algbw)} GB/s. nccl-tests multiplies every all-reduce by the ring's factor 2(N-1)/N = "
+                f"{num(factor)}: busbw = {num(busbw)} GB/s, {'above' if busbw > link.unidir_GBps else 'below'} "
+                f"the link's {num(link.unidir_GBps)}. The switch did the adding a ring does on the GPUs (chapter 8, "
+                "why NVLS passes the link).")
     mistakes = (Mistake(1 / factor, "factor F(N) left out", "nccl-tests' busbw is algbw x 2(N-1)/N for every "
                         "all-reduce, NVLS included"),
                 Mistake(link.unidir_GBps / busbw, "capped at the link", "a ring's busbw is at most the link; NVLS "

@@ -150,9 +150,9 @@ def _compare(got, want, nbytes, name: str, bucket_cap_mb, order=None) -> str:
         return ""
     k = next((k for k, (g, w) in enumerate(zip(got, want)) if g != w), min(len(got), len(want)))
     mine = got[k] if k < len(got) else "nothing"
+    theirs, theirs_nbytes = (want[k], sum(nbytes[i] for i in want[k])) if k < len(want) else ("nothing", 0)
     return (f"{name}, bucket_cap_mb={shown}: {len(got)} bucket(s), DDP makes {len(want)}; bucket {k} is {mine}, "
-            f"DDP's is {want[k] if k < len(want) else 'nothing'} ({sum(nbytes[i] for i in want[k]) if k < len(want) else 0} "
-            f"bytes){_hint(got, want, nbytes, bucket_cap_mb, order)}")
+            f"DDP's is {theirs} ({theirs_nbytes} bytes){_hint(got, want, nbytes, bucket_cap_mb, order)}")
 
 
 def _orders(n_params: int):

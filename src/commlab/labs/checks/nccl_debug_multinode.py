@@ -131,8 +131,8 @@ def classify_run(fn) -> Outcome:
             return failed
         if got != want:
             return Outcome(problem=f"classify_run: a peak of {peak:g} GB/s on a {link:g} GB/s link "
-                                   f"({100 * fraction:g}% of it) is {want!r}, you said {got!r} (healthy from 70 % to 100 % inclusive, "
-                                   "above the link over 100 %, low under 70 %)")
+                                   f"({100 * fraction:g}% of it) is {want!r}, you said {got!r} (healthy from 70 % "
+                                   "to 100 % inclusive, above the link over 100 %, low under 70 %)")
     for key, link_name in RUNS:
         path = nccl.nccl_tests_log(key)
         peak = nccl.summarize(nccl.parse_log(path.read_text())).peak_busbw_GBps

@@ -229,7 +229,8 @@ def in_words(report) -> str:
                 "each step, the chunk a rank sends must be the chunk its right neighbour receives.")
     if "did not finish" in head:
         call = blocked_in(report.crash)
-        return f"{head}\nthe ranks were waiting in {call}" + (f" ({where})" if where and call.startswith("dist.") else "")
+        where_text = f" ({where})" if where and call.startswith("dist.") else ""
+        return f"{head}\nthe ranks were waiting in {call}{where_text}"
     cause = [line for line in report.crash.splitlines() if line.startswith("RuntimeError: ")]
     cause = cause[0].split(": ", 2)[-1] if cause else report.crash.splitlines()[1]
     if cause.startswith("NotImplementedError"):
