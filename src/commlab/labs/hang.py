@@ -129,7 +129,8 @@ def flight_recorder_entries(group_name: str | None) -> list[dict] | None:
     import pickle
 
     try:
-        from torch._C._distributed_c10d import _dump_fr_trace
+        # private, and absent from torch's type stubs; a torch without it raises ImportError, handled below
+        from torch._C._distributed_c10d import _dump_fr_trace  # type: ignore[attr-defined]
     except ImportError:
         return None
     try:
