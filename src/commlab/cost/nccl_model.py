@@ -205,8 +205,8 @@ def enabled(spec, names: tuple[str, ...], what: str) -> tuple[str, ...]:
 class Choice:
     """What NCCL's model picks: per size when ``nbytes`` is an array (then algo/proto are arrays too)."""
 
-    algo: object                                  # str, or np.ndarray of str per size
-    proto: object
+    algo: str | np.ndarray                        # str, or np.ndarray of str per size
+    proto: str | np.ndarray
     time_us: np.ndarray                           # the winner's predicted time
     table: Mapping[tuple[str, str], np.ndarray]   # every candidate pair -> predicted time_us
 
