@@ -52,6 +52,8 @@ class ScheduleAnimation:
         """Play a recorded trace (Transfers from the reader's own code), marking where it departs from the
         reference schedule (``algorithm``, by default the ring for ``collective``) in the caption and in red."""
         played = trace_playback(trace, n_ranks, collective, algorithm)
+        if played.reference is None:
+            raise RuntimeError("trace_playback gave a trace without its reference schedule")
         check_choice("reference algorithm", played.reference.algorithm, cls.algorithms)
         anim = cls.__new__(cls)
         anim._start(played, dpi)
