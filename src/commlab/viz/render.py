@@ -53,8 +53,12 @@ class Blitter:
         self._background: object = None
         self._key: tuple[float, tuple[float, ...]] | None = None
 
+    @property
+    def _canvas(self) -> FigureCanvasAgg:
+        return cast(FigureCanvasAgg, self.fig.canvas)    # new_figure gives every figure an Agg canvas
+
     def _capture(self) -> None:
-        canvas = cast(FigureCanvasAgg, self.fig.canvas)    # new_figure gives every figure an Agg canvas
+        canvas = self._canvas
         for artist in self.dynamic:
             artist.set_animated(True)
         canvas.draw()
@@ -69,7 +73,7 @@ class Blitter:
 
         if self._background is None or self._key != (self.fig.dpi, tuple(self.fig.get_size_inches())):
             self._capture()
-        canvas = self.fig.canvas
+        canvas = self._canvas
         renderer = canvas.get_renderer()
         canvas.restore_region(self._background)
         for artist in self.dynamic:
