@@ -1,7 +1,9 @@
 # commlab: the two commands of the README, and a few more.
 #   make lab      create .venv, install commlab with the book's tools ([book]), open the book in JupyterLab
 #                 (127.0.0.1, with a token)
-#   make test     create .venv, install commlab[book,test], run every test (unit, distributed, notebooks, browser)
+#   make test     create .venv, install commlab[book,test], run every test (lint, unit, distributed, notebooks,
+#                 browser)
+#   make lint     ruff (src, tests, benchmarks, labs/scripts) and mypy (src/commlab), as configured in pyproject.toml
 #   make book     build the static HTML edition under _build/html (notebooks whose content did not change are
 #                 not executed again; `make book BOOK_FLAGS=--rebuild` executes them all)
 #   make install  the development environment: what `make test` installs, without running anything
@@ -25,7 +27,7 @@ STAMP_BOOK := $(VENV)/.commlab-book
 STAMP_TEST := $(VENV)/.commlab-book-test
 PIP := $(PY) -m pip install --quiet -c $(CONSTRAINTS)
 
-.PHONY: install install-book lab test test-unit test-notebooks test-browser book benchmarks clean venv
+.PHONY: install install-book lab lint test test-unit test-notebooks test-browser book benchmarks clean venv
 
 venv:
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -55,7 +57,12 @@ lab: install-book
 
 test: install
 	bash scripts/install_browser.sh
-	$(MAKE) test-unit test-notebooks test-browser
+	$(MAKE) lint test-unit test-notebooks test-browser
+
+# seconds: ruff, then mypy (incremental: .mypy_cache keeps what did not change)
+lint: install
+	$(PY) -m ruff check src tests benchmarks labs/scripts
+	$(PY) -m mypy
 
 test-unit: install
 	$(PY) -m pytest tests/unit tests/dist tests/notebooks -n $(PYTEST_WORKERS) --dist loadscope
@@ -78,4 +85,4 @@ benchmarks: install
 	for script in benchmarks/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 
 clean:
-	rm -rf _build tests/browser/output .pytest_cache
+	rm -rf _build tests/browser/output .pytest_cache .mypy_cache .ruff_cache

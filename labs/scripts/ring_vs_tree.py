@@ -117,8 +117,8 @@ def worker(rank: int, n_ranks: int, code, sizes: list[int], repeats: int):
         for name, got in (("ring", p2p.ring_all_reduce(x)), ("tree", p2p.tree_all_reduce(x))):
             if not torch.equal(got, want):
                 raise RuntimeError(f"rank {rank}: {name} all-reduce of {nbytes} bytes differs from dist.all_reduce")
-        calls = {"ring": lambda: p2p.ring_all_reduce(x), "tree": lambda: p2p.tree_all_reduce(x),
-                 "dist.all_reduce": lambda: dist.all_reduce(x.clone())}
+        calls = {"ring": lambda x=x: p2p.ring_all_reduce(x), "tree": lambda x=x: p2p.tree_all_reduce(x),
+                 "dist.all_reduce": lambda x=x: dist.all_reduce(x.clone())}
         times = torch.tensor([_mean_time_s(calls[a], repeats, device) for a in ALGOS], dtype=torch.float64,
                              device=device)
         dist.all_reduce(times, op=dist.ReduceOp.MAX)        # a collective ends when its slowest rank does

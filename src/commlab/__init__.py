@@ -15,6 +15,7 @@ True
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 DIST_NAME = "commlab"
@@ -23,9 +24,9 @@ DIST_NAME = "commlab"
 def _source_tree_version() -> str | None:
     """The version in the pyproject.toml next to ``src/commlab``, when this is a source checkout."""
     pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
     try:
         project = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {})

@@ -26,8 +26,8 @@ broadcast and reduce 1; all_gather, reduce_scatter, all_to_all, gather, scatter 
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
@@ -239,8 +239,8 @@ def _specs() -> dict[str, CollectiveSpec]:
     one = lambda n: 1.0  # noqa: E731
     table = (
         ("broadcast", True, False, True, False, one, _ref_broadcast, _chain_from_root_sent, _from_root_received,
-         _same, _same, "every rank but the last in the chain sends S; every rank but the root receives S (pipelined chain "
-         "from the root)"),
+         _same, _same, "every rank but the last in the chain sends S; every rank but the root receives S "
+         "(pipelined chain from the root)"),
         ("reduce", True, True, True, False, one, _ref_reduce, _chain_to_root_sent, _chain_to_root_received,
          _same, _same, "every rank but the root sends S; every rank but the first in the chain (root+1) receives S "
          "(pipelined chain towards the root)"),

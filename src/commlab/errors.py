@@ -33,8 +33,8 @@ def check_n_ranks(n_ranks: object, low: int = 1, high: int | None = None) -> int
     ...
     commlab.errors.CommlabError: n_ranks must be a whole number >= 1, got 0
     """
-    ok = isinstance(n_ranks, int) and not isinstance(n_ranks, bool)
-    if not ok or n_ranks < low or (high is not None and n_ranks > high):
+    if (not isinstance(n_ranks, int) or isinstance(n_ranks, bool) or n_ranks < low
+            or (high is not None and n_ranks > high)):
         span = f">= {low}" if high is None else f"from {low} to {high}"
         raise CommlabError(f"n_ranks must be a whole number {span}, got {n_ranks!r}")
     return n_ranks

@@ -220,7 +220,7 @@ def pcie_payload_GBps(name: str | Link, max_payload_nbytes: int = 256, overhead_
     (58.4, 64.0)
     """
     item = link(name)
-    if item.kind != "pcie" or item.line_code_efficiency is None:
+    if item.kind != "pcie" or item.line_code_efficiency is None or item.lane_Gbps is None or item.lanes is None:
         raise CommlabError(f"pcie_payload_GBps needs a PCIe link (pcie3 ... pcie6), got {item.name!r} ({item.kind})")
     raw_GBps = item.lane_Gbps * item.lanes / BITS_PER_BYTE
     return raw_GBps * item.line_code_efficiency * tlp_efficiency(max_payload_nbytes, overhead_nbytes)

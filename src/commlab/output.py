@@ -35,7 +35,7 @@ def describe(exc: OSError, path: str | os.PathLike | None = None) -> str:
     """
     where = path if path is not None else (exc.filename or "the output")
     reason = exc.strerror or str(exc) or type(exc).__name__
-    hint = _HINTS.get(exc.errno)
+    hint = _HINTS.get(exc.errno) if exc.errno is not None else None
     return f"cannot write {os.fspath(where)}: {reason}" + (f" ({hint})" if hint else "")
 
 

@@ -68,7 +68,8 @@ def _scale(prefix: str, binary_marker: str, unit: str, bare_is_binary: bool) -> 
 
 
 def _number_input(value: object, what: str, forms: str) -> float | None:
-    """A plain int/float passes through (units implied); other non-strings are refused."""
+    """A plain int/float passes through (units implied); other non-strings are refused; None: ``value`` is a
+    str, to be parsed."""
     if isinstance(value, bool) or value is None:
         raise CommlabError(f"expected {what} such as {forms}, got {value!r}")
     if isinstance(value, (int, float)):
@@ -88,7 +89,7 @@ def parse_nbytes(text: str | int | float) -> int:
     """
     number = _number_input(text, "a size", SIZE_FORMS)
     if number is None:
-        m = _SIZE_RE.match(text)
+        m = _SIZE_RE.match(str(text))
         if not m:
             raise CommlabError(f"cannot read size {text!r}; expected a size such as {SIZE_FORMS}")
         value, prefix, imark, unit = m.groups()
@@ -110,7 +111,7 @@ def parse_bandwidth_Bps(text: str | int | float) -> float:
     if number is not None:
         value_Bps = number * GB
     else:
-        m = _RATE_RE.match(text)
+        m = _RATE_RE.match(str(text))
         if not m:
             raise CommlabError(f"cannot read bandwidth {text!r}; expected a bandwidth such as {RATE_FORMS}")
         value, prefix, imark, unit = m.groups()
@@ -128,7 +129,7 @@ def parse_time_s(text: str | int | float) -> float:
     """
     number = _number_input(text, "a time", TIME_FORMS)
     if number is None:
-        m = _TIME_RE.match(text)
+        m = _TIME_RE.match(str(text))
         if not m:
             raise CommlabError(f"cannot read time {text!r}; expected a time such as {TIME_FORMS}")
         value, unit = m.groups()
@@ -153,7 +154,7 @@ Quantity(value=24500000000.0, dimension='bytes'))
     number = _number_input(text, "a number with a unit", '"54 ms", "450 GB/s", "24.5 GB", "12.5%", "3"')
     if number is not None:
         return Quantity(number, "1")
-    stripped = text.strip()
+    stripped = str(text).strip()
     if re.fullmatch(_NUMBER, stripped):
         return Quantity(_finite(float(stripped), text), "1")
     if stripped.endswith("%") and re.fullmatch(_NUMBER, stripped[:-1].strip()):
@@ -163,8 +164,8 @@ Quantity(value=24500000000.0, dimension='bytes'))
             return Quantity(parse(stripped), dimension)
         except CommlabError:
             pass
-    if _SIZE_RE.match(stripped) and re.search(r"[A-Za-z]", stripped):
-        m = _SIZE_RE.match(stripped)
+    m = _SIZE_RE.match(stripped)
+    if m and re.search(r"[A-Za-z]", stripped):
         value, prefix, imark, unit = m.groups()
         nbytes = _finite(float(value), text) * _scale(prefix, imark, unit, bare_is_binary=False)
         return Quantity(nbytes, "bytes")

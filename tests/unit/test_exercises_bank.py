@@ -188,7 +188,8 @@ def test_closed_forms_with_links(seed):
 
 
 def test_corrected_dp_sync_numbers_of_the_book():
-    """7B and 70B FP16 on 8 GPUs: ~54 ms and ~544 ms on NVLink 4, ~4.9 s at 50 GB/s (the seed article said 31 and 311 ms)."""
+    """7B and 70B FP16 on 8 GPUs: ~54 ms and ~544 ms on NVLink 4, ~4.9 s at 50 GB/s (the seed article said 31 and
+    311 ms)."""
     from commlab import parallelism
 
     def closed(n_params, bw_Bps):

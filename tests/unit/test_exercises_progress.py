@@ -102,7 +102,8 @@ def test_concurrent_writers_never_corrupt_the_file(tmp_path):
         pool.terminate()
         pool.join()
     assert len(entries) == n_tasks
-    data = json.loads(open(path).read())
+    with open(path) as f:
+        data = json.load(f)
     shared = data["learners"]["shared"]
     assert sum(r["attempts"] for r in shared.values()) == n_tasks // 2
     assert all(data["learners"][f"worker-{w}"]["ch01.own"]["attempts"] == n_tasks // 2 // n_workers
@@ -170,10 +171,11 @@ def test_the_lock_is_filelocks_and_a_held_lock_times_out_with_its_path(tmp_path)
     from commlab.exercises import locking
 
     path = tmp_path / "progress.json"
-    with FileLock(str(path) + ".lock"):
-        with pytest.raises(CommlabError, match=r"could not lock .*progress\.json\.lock within 0\.2 s"):
-            with locking.locked(path, timeout_s=0.2):
-                pass
+    with (FileLock(str(path) + ".lock"),
+          pytest.raises(CommlabError, match=r"could not lock .*progress\.json\.lock within 0\.2 s"),
+          locking.locked(path, timeout_s=0.2)):
+        pass
     with locking.locked(path, timeout_s=0.2):  # free again once the other holder let go
         pass
-    assert "O_EXCL" not in open(locking.__file__).read().split('"""', 2)[2]
+    with open(locking.__file__) as f:
+        assert "O_EXCL" not in f.read().split('"""', 2)[2]

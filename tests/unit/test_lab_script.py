@@ -89,7 +89,8 @@ def test_prepare_gives_the_worker_args_and_the_launch_options_pass_on(fake, caps
     out, err = capsys.readouterr()
     assert status == 0 and out.startswith(NOTICE) and out.count("\n") == 1 and err == ""
     (fn, default, args, kwargs), = fake.calls
-    assert (fn, default, args[1:], kwargs) == (_worker, 5, (4, "x"), {"n_ranks": 3, "backend": "auto", "timeout_s": 9.0})
+    assert (fn, default, args[1:], kwargs) == (_worker, 5, (4, "x"),
+                                               {"n_ranks": 3, "backend": "auto", "timeout_s": 9.0})
     assert args[0].lab == "ring_vs_tree" and not args[0].mine      # the worker is given whose code to run
 
 
@@ -206,7 +207,7 @@ def test_a_learner_module_is_announced_checked_first_and_stops_the_script(fake, 
     out = capsys.readouterr().out
     learner = Code("ring_vs_tree", mine / "ring_vs_tree.py")
     sentence = models(learner.function("ring_time_s"), learner.function("tree_time_s")).problem
-    assert out.startswith(f"ring_vs_tree: running your code from ") and f"ring_vs_tree.models: {sentence}" in out
+    assert out.startswith("ring_vs_tree: running your code from ") and f"ring_vs_tree.models: {sentence}" in out
     assert "N=3" in sentence and fake.calls == []        # floor(log2 3) = 1: the first case not a power of 2
     (mine / "ring_vs_tree.py").write_text(right)
     fake.values = [None, None]

@@ -66,7 +66,7 @@ def test_choice_is_the_minimum_of_the_table():
     assert set(choice.table) == {(a, p) for a in ALGOS for p in PROTOS}
     stacked = np.stack(list(choice.table.values()))
     np.testing.assert_allclose(choice.time_us, stacked.min(axis=0))
-    for i, size in enumerate(sizes):
+    for i in range(len(sizes)):
         assert choice.table[(choice.algo[i], choice.proto[i])][i] == choice.time_us[i]
 
 

@@ -133,7 +133,7 @@ def test_a_model_that_fits_nowhere_says_so():
     result = plan("405B", 32, "h100")
     assert not result.ranked
     with pytest.raises(CommlabError, match="405B does not fit on 32 h100 GPUs"):
-        result.best
+        _ = result.best
 
 
 def test_a_lone_gpu_step_is_its_flops_over_the_assumed_rate():
@@ -142,7 +142,8 @@ def test_a_lone_gpu_step_is_its_flops_over_the_assumed_rate():
     fwd, bwd = flops_per_micro_batch(result.config.model, 4096, 1, "none")
     assert only.placed == () and only.step_s == pytest.approx(4 * (fwd + bwd) / (989e12 * 0.4))
     s, h, L, n = 4096, 2048, 24, 1.3e9
-    assert fwd + bwd == pytest.approx(6 * n * s + 12 * s**2 * h * L)       # Korthikanti et al. 2022: 72 b s h^2 L (1 + s/6h)
+    # Korthikanti et al. 2022: 72 b s h^2 L (1 + s/6h)
+    assert fwd + bwd == pytest.approx(6 * n * s + 12 * s**2 * h * L)
 
 
 # --- the command line ---------------------------------------------------------------------------------

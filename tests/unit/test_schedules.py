@@ -125,7 +125,8 @@ def test_compare_trace_finds_the_first_departure():
 
 def test_compare_trace_from_another_n_is_an_error():
     with pytest.raises(CommlabError, match="ranks"):
-        schedules.compare_trace(schedules.build("ring-all-reduce", 4), schedules.build("ring-all-reduce", 6).transfers())
+        schedules.compare_trace(schedules.build("ring-all-reduce", 4),
+                                schedules.build("ring-all-reduce", 6).transfers())
 
 
 @pytest.mark.parametrize("bad", [0, -1, 5000, 2.5, "4"])

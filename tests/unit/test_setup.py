@@ -111,7 +111,8 @@ def conda_packages(text: str) -> dict[str, str]:
 
 def test_environment_yml_takes_binaries_from_conda_in_pyprojects_ranges_and_the_project_from_pip():
     text = (ROOT / "environment.yml").read_text()
-    assert re.search(r"^\s*-\s*-e\s+\"?\.\[book,test\]\"?\s*$", text, re.M), "environment.yml must pip install -e .[book,test]"
+    assert re.search(r"^\s*-\s*-e\s+\"?\.\[book,test\]\"?\s*$", text, re.M), \
+        "environment.yml must pip install -e .[book,test]"
     declared = requirements() | requirements("book")
     conda = conda_packages(text)
     assert {"python", "pip", "pytorch", "numpy"} <= set(conda), conda
@@ -122,7 +123,8 @@ def test_environment_yml_takes_binaries_from_conda_in_pyprojects_ranges_and_the_
         assert dist in declared, f"environment.yml installs {name}, which pyproject.toml does not declare"
         if spec:
             ours = ",".join(sorted(str(s) for s in declared[dist].specifier))
-            assert ",".join(sorted(spec.split(","))) == ours, f"{name}: {spec!r} in environment.yml, {ours!r} in pyproject"
+            assert ",".join(sorted(spec.split(","))) == ours, \
+                f"{name}: {spec!r} in environment.yml, {ours!r} in pyproject"
 
 
 def test_python_version_agrees():

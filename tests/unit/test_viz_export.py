@@ -29,7 +29,7 @@ def test_html_for_8_rank_all_reduce_is_self_contained_and_under_2_mb():
     assert len(html.encode("utf-8")) < TWO_MB
     frames = frames_in(html)
     assert len(frames) == 2 * (8 - 1) + 1
-    assert len({f for f in frames}) == len(frames)             # every step is a different picture
+    assert len(set(frames)) == len(frames)             # every step is a different picture
     assert "<script" in html and "http" not in html.split("<script", 1)[1].split("</script>")[0].lower()
     assert anim.step == 5                                      # exporting leaves the widget's step alone
     first = np.asarray(Image.open(io.BytesIO(frames[0])).convert("RGB"), dtype=float)

@@ -46,7 +46,7 @@ def test_pair_times_are_each_pair_over_the_fastest_and_the_pick_is_drawn():
     p = _prediction("gpu=h100,gpus_per_node=8,nodes=16,nics_per_node=8,nic_Gbps=400,net=ib")
     fig = plot_pair_times(p, title="16 nodes")
     drawn = {line.get_label(): line.get_ydata() for line in fig.axes[0].get_lines()}
-    best = np.min([t for t in p.table.values()], axis=0)
+    best = np.min(list(p.table.values()), axis=0)
     for (algo, proto), t in p.table.items():
         np.testing.assert_allclose(drawn[f"{algo}/{proto}"], t / best, rtol=1e-12)
         assert np.all(drawn[f"{algo}/{proto}"] >= 1 - 1e-12)

@@ -22,7 +22,7 @@ def srgb_to_lab(hex_colour: str) -> np.ndarray:
 
 def test_enough_distinct_rank_colours_for_16_ranks():
     assert len(RANK_COLORS) > 16
-    assert len(set(c.upper() for c in RANK_COLORS)) == len(RANK_COLORS)
+    assert len({c.upper() for c in RANK_COLORS}) == len(RANK_COLORS)
     lab = [srgb_to_lab(c) for c in RANK_COLORS]
     closest = min(np.linalg.norm(a - b) for a, b in itertools.combinations(lab, 2))
     assert closest > 20, closest          # ~2.3 is a just-noticeable difference

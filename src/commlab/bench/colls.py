@@ -9,17 +9,20 @@ the output buffer first (as part of the timed iteration; a memory copy is small 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from commlab.bench.config import DTYPES
 from commlab.compat import all_gather_single, reduce_scatter_single
+
+if TYPE_CHECKING:          # for the annotations only: importing commlab.bench does not import torch
+    import torch
 
 
 def _run(op: str, inp, out, rank: int, n_ranks: int, root: int, redop, in_place: bool) -> None:
     import torch.distributed as dist
 
-    if op in ("all_reduce", "reduce") or (op == "broadcast" and rank == root):
-        if not in_place:
-            out.copy_(inp)
+    if not in_place and (op in ("all_reduce", "reduce") or (op == "broadcast" and rank == root)):
+        out.copy_(inp)
     if op == "all_reduce":
         dist.all_reduce(out, op=redop)
     elif op == "reduce":
@@ -58,9 +61,9 @@ class Case:
     redop: str
     n_in: int
     n_out: int
-    send: object
-    recv: object
-    work: object
+    send: torch.Tensor
+    recv: torch.Tensor
+    work: torch.Tensor
     """The single buffer of the in-place variant."""
     reduce_op: object = None
     """The torch.distributed.ReduceOp of ``redop``."""

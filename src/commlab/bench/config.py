@@ -126,7 +126,8 @@ class BenchConfig:
     def sizes_nbytes(self, limit: int | None = None) -> list[int]:
         """min, min*f, min*f^2, ... (or min, min+i, min+2i, ... with ``step_nbytes``) while <= max
         (nccl-tests' size loop in ``TimeTest``); at most ``limit`` of them."""
-        sizes, size = [], self.min_nbytes
+        sizes: list[int] = []
+        size = self.min_nbytes
         while size <= self.max_nbytes and (limit is None or len(sizes) < limit):
             sizes.append(size)
             size = size + self.step_nbytes if self.step_nbytes else size * self.factor

@@ -83,7 +83,9 @@ def sweep(op: str, min_nbytes: int | str = DEFAULT_MIN_NBYTES, max_nbytes: int |
     measured so far attached as ``exc.partial_result`` (a BenchResult marked partial)."""
     from commlab.launch import LaunchConfig
 
-    config = BenchConfig(op, min_nbytes, max_nbytes, factor, iters, warmup, check, dtype, redop, root, step_nbytes)
+    # BenchConfig reads size strings ("64M") in __post_init__; its fields are typed as what they hold after it
+    config = BenchConfig(op, min_nbytes, max_nbytes, factor, iters, warmup, check,  # type: ignore[arg-type]
+                         dtype, redop, root, step_nbytes)  # type: ignore[arg-type]
     return run_sweep(config, LaunchConfig(n_ranks, backend, timeout_s, verbose=verbose), progress)
 
 
@@ -98,7 +100,7 @@ def run_sweep(config: BenchConfig, launch, progress: bool = True, timeout_flag: 
         return run_with(launch, _rank_sweep, (config,), on_line=collector.on_line)[0]
     except (RankError, KeyboardInterrupt) as exc:
         reason = stop_reason(exc, f"{timeout_flag} {launch.timeout_s:g} s")
-        exc.partial_result = collector.partial(config, launch, reason)
+        exc.partial_result = collector.partial(config, launch, reason)  # type: ignore[union-attr]  # see sweep()
         raise
     finally:
         collector.bar.close()

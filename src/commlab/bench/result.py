@@ -87,8 +87,9 @@ class BenchResult:
         and ``"partial"`` (why it stopped) for a sweep that did not finish."""
         out = {"op": self.op, "n_ranks": self.n_ranks, "backend": self.backend, "dtype": self.dtype,
                "rows": [row.to_json() for row in self.rows]}
-        if self.partial is not None:
-            out["partial"] = self.partial_line().removeprefix("# partial: ")
+        partial = self.partial_line()
+        if partial is not None:
+            out["partial"] = partial.removeprefix("# partial: ")
         return out
 
     def __str__(self) -> str:

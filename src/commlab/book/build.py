@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import posixpath
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import cast
 
 from commlab.book import mathjax
 from commlab.book.cache import ExecutionCache, environment_salt, notebook_key
@@ -37,7 +38,8 @@ from commlab.output import check_writable_dir, describe, write_atomic
 DEFAULT_OUT_DIR = Path("_build/html")
 CACHE_NAME = ".commlab-book-cache"
 #: Modules a build imports, by what needs them, and the extra that installs them.
-TOOLS = {"any": ("nbformat", "nbconvert", "jupyter_core"), "execute": ("nbclient", "ipykernel", "jupyter_client", "zmq")}
+TOOLS = {"any": ("nbformat", "nbconvert", "jupyter_core"),
+         "execute": ("nbclient", "ipykernel", "jupyter_client", "zmq")}
 
 #: nbconvert's lab page with commlab's changes: no require.js (nothing on the pages needs it), no widget
 #: manager (widgets are stills), the book's style and scripts, and marks where the build puts the header,
@@ -175,7 +177,8 @@ class _Builder:
 
     def __init__(self, book: Book, config: BuildConfig, log: Callable[[str], None]) -> None:
         self.book, self.config, self.log = book, config, log
-        self.cache = ExecutionCache(config.cache_dir) if config.execute else None
+        # BuildConfig.__post_init__ makes cache_dir a Path (next to out_dir when it is given as None)
+        self.cache = ExecutionCache(cast(Path, config.cache_dir)) if config.execute else None
         self.salt = environment_salt(config.kernel_env) if config.execute else ""
         self.n_executed = self.n_cached = self.n_widgets = 0
 
@@ -183,6 +186,8 @@ class _Builder:
         """``nb`` executed, from the cache when its key is there; also says which ("executed"/"unchanged")."""
         from commlab.book.execute import execute_notebook
 
+        if self.cache is None:
+            raise RuntimeError(f"{notebook}: a build without --execute executes nothing")
         key = notebook_key(self.book.root, notebook, self.salt)
         cached = self.cache.get(notebook, key) if self.config.use_cache else None
         if cached is not None:
@@ -245,7 +250,7 @@ def build(book: Book, config: BuildConfig = BuildConfig(), log: Callable[[str], 
     require_tools(config.execute)
     check_writable_dir(config.out_dir, f"--out {str(config.out_dir)!r}")
     if config.execute:
-        check_writable_dir(config.cache_dir, f"the cache folder {str(config.cache_dir)!r} (--cache)")
+        check_writable_dir(cast(Path, config.cache_dir), f"the cache folder {str(config.cache_dir)!r} (--cache)")
     try:
         return _write_book(book, config, log or (lambda line: None))
     except OSError as exc:

@@ -45,7 +45,7 @@ def _version(dist: str) -> str:
         return "-"
 
 
-def _hash_files(digest, root: Path, files, skip: set[str] = frozenset()) -> None:
+def _hash_files(digest, root: Path, files, skip: frozenset[str] | set[str] = frozenset()) -> None:
     for path in sorted(files):
         parts = path.relative_to(root).parts
         if path.is_file() and not _SKIP_PARTS & set(parts) and "/".join(parts[:2]) not in skip:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import posixpath
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -77,7 +78,7 @@ def _sections_html(sections: list[Section]) -> str:
     return f'<ul class="commlab-sections" aria-label="On this page">{"".join(items)}</ul>' if items else ""
 
 
-def sidebar_html(book: Book, page: str, sections: list[Section] = ()) -> str:
+def sidebar_html(book: Book, page: str, sections: Sequence[Section] = ()) -> str:
     """The book's contents, part by part, with the current page marked and its sections listed under it."""
     here, root = posixpath.dirname(page), root_of(page)
     out = ['<nav class="commlab-sidebar" id="commlab-sidebar" aria-label="Contents">',

@@ -132,7 +132,8 @@ class PageEntry:
 def build_index(pages: list[PageEntry]) -> dict:
     """The search index: pages, sections (page, anchor, heading, text) and, per word, the sections holding it
     as a flat list [section, weight, section, weight, ...]."""
-    sections, postings = [], {}
+    sections: list[list] = []
+    postings: dict[str, list] = {}
     for page_number, page in enumerate(pages):
         for section in page.sections:
             number = len(sections)

@@ -65,10 +65,11 @@ class _Renderer:
         if name in _INPUTS:
             self.inputs += 1
             return (f'<label class="commlab-w-input">{self._label(values)}<input type="text" disabled '
-                    f'value="{_escape(values.get("value", ""))}" placeholder="{_escape(values.get("placeholder", ""))}">'
-                    "</label>")
+                    f'value="{_escape(values.get("value", ""))}" '
+                    f'placeholder="{_escape(values.get("placeholder", ""))}"></label>')
         if name in ("ButtonModel", "ToggleButtonModel"):
-            return f'<button class="commlab-w-button" type="button" disabled>{_escape(values.get("description", ""))}</button>'
+            return ('<button class="commlab-w-button" type="button" disabled>'
+                    f'{_escape(values.get("description", ""))}</button>')
         if name == "ImageModel":
             return self._image(entry, values)
         if name == "OutputModel":

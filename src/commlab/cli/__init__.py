@@ -48,7 +48,7 @@ class _Parser(argparse.ArgumentParser):
     """argparse that exits with status 2 and ONE line naming the bad argument: argparse's own error() prints
     the whole usage first, which buries the reason (and a script parsing stderr gets several lines)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
 

@@ -165,8 +165,9 @@ def _under_launcher(config, args):
         return sweep_in_group(config, on_size=on_size), ctx.is_main
     except BaseException as exc:
         if ctx.is_main:
-            exc.partial_result = BenchResult(config.op, ctx.n_ranks, ctx.backend, config.dtype, tuple(rows), config,
-                                              (), version_line(ctx.backend), stop_reason(exc, "--timeout"))
+            partial = BenchResult(config.op, ctx.n_ranks, ctx.backend, config.dtype, tuple(rows), config, (),
+                                  version_line(ctx.backend), stop_reason(exc, "--timeout"))
+            exc.partial_result = partial  # type: ignore[attr-defined]  # the rows so far ride on the error
         raise
     finally:
         if bar is not None:

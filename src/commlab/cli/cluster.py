@@ -107,9 +107,9 @@ def _cost(args) -> int:
     print(f"{result.op} of {shown} on {result.nodes} nodes of {c.name} ({result.n_ranks} GPUs)")
     print(f"  {'algorithm':<15s} {'time':>10s} {'busbw GB/s':>11s}  bottleneck")
     for name, a in result.algos.items():
-        if a.available:
-            print(f"  {name:<15s} {format_time(float(a.time_s[0])):>10s} {float(a.busbw_GBps[0]):>11.1f}  "
-                  f"{a.bottleneck[0]}")
+        if (busbw_GBps := a.busbw_GBps) is not None:
+            print(f"  {name:<15s} {format_time(float(a.ran_time_s[0])):>10s} {float(busbw_GBps[0]):>11.1f}  "
+                  f"{a.ran_bottleneck[0]}")
         else:
             print(f"  {name:<15s} {'-':>10s} {'-':>11s}  cannot run: {a.why}")
     if result.nccl_pick:

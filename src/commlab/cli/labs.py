@@ -125,9 +125,10 @@ def _check(args) -> int:
 def _list(args) -> int:
     from commlab.labs import registry
 
-    rows = [{"lab": lab.name, "title": lab.title, "notebook": lab.notebook, "script": lab.script,
-             "tasks": [{"task": t.name, "functions": list(t.functions), "ranks": t.ranks} for t in lab.tasks]}
-            for lab in registry.LABS]
+    rows: list[dict] = [
+        {"lab": lab.name, "title": lab.title, "notebook": lab.notebook, "script": lab.script,
+         "tasks": [{"task": t.name, "functions": list(t.functions), "ranks": t.ranks} for t in lab.tasks]}
+        for lab in registry.LABS]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0

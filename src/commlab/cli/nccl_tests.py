@@ -164,7 +164,8 @@ def _default_roof(items):
     if not names <= shipped:
         return None
     links = {fixture_link(n[:2]) for n in names}
-    return find_link(links.pop()) if len(links) == 1 and None not in links else None
+    name = links.pop() if len(links) == 1 else None
+    return find_link(name) if name is not None else None
 
 
 def run(args) -> int:

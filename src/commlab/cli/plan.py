@@ -6,8 +6,9 @@ activations) and in step time (compute plus the communication it cannot hide); l
 cannot run, are listed with the reason instead of being ranked. ``--json`` prints ``layouts`` (ranked, best
 first), each with ``tp``, ``cp``, ``pp``, ``dp``, ``zero``, ``memory_GB`` (``parameters``, ``gradients``,
 ``optimizer_states``, ``activations``, ``total``), ``communication_s`` (seconds per step per collective, before
-overlap, keyed "<strategy> <primitive>": "SP all_gather", "ZeRO-1 reduce_scatter", ...), ``communication`` (each item: strategy, primitive, link, calls, bytes), ``exposed_communication_s``,
-``step_s``, ``tokens_per_s`` and ``mfu``; and ``rejected``, each with its ``reason``.
+overlap, keyed "<strategy> <primitive>": "SP all_gather", "ZeRO-1 reduce_scatter", ...), ``communication``
+(each item: strategy, primitive, link, calls, bytes), ``exposed_communication_s``, ``step_s``,
+``tokens_per_s`` and ``mfu``; and ``rejected``, each with its ``reason``.
 """
 from __future__ import annotations
 
@@ -78,8 +79,8 @@ def _print_text(result) -> None:
     from commlab.units import format_time
 
     c = result.config
-    print(f"{c.model.title} ({c.model.name}) on {c.n_gpus} x {c.gpu.title}, {c.gpus_per_node} per node; seq {c.seq_len}, "
-          f"{c.n_micro_batches} micro-batches per replica, {c.recompute} recomputation; "
+    print(f"{c.model.title} ({c.model.name}) on {c.n_gpus} x {c.gpu.title}, {c.gpus_per_node} per node; "
+          f"seq {c.seq_len}, {c.n_micro_batches} micro-batches per replica, {c.recompute} recomputation; "
           f"{c.usable_bytes / 1e9:.1f} GB usable per GPU")
     if not result.ranked:
         print(f"no layout fits ({len(result.rejected)} refused); add GPUs, use --recompute full or a shorter --seq")

@@ -3,8 +3,9 @@
 Text: one line per step listing its transfers, at most MAX_LISTED of them in all (a ring all-reduce has
 2N(N-1): up to 256 ranks; PAT and halving-doubling also grow as N squared; the trees, naive and recursive
 doubling stay far below it up to 4096 ranks).
-``--json``: ``algorithm``, ``n_ranks``, ``steps`` (each a list of ``{"src", "dst", "chunk", "reduce"}``), ``bytes_sent_per_rank`` (for ``--nbytes``, default 1M) and
-``correct`` (the schedule's result equals the numpy reference on random data).
+``--json``: ``algorithm``, ``n_ranks``, ``steps`` (each a list of ``{"src", "dst", "chunk", "reduce"}``),
+``bytes_sent_per_rank`` (for ``--nbytes``, default 1M) and ``correct`` (the schedule's result equals the numpy
+reference on random data).
 """
 from __future__ import annotations
 
@@ -55,8 +56,8 @@ def _checked(algorithm: str, n_ranks: int):
     if count is not None and count > MAX_LISTED:
         raise CommlabError(
             f"--ranks {n_ranks}: {algorithm} has {count:,} transfers on {n_ranks} ranks and commlab simulate lists "
-            f"at most {MAX_LISTED:,}, so {algorithm} is simulated on up to {max_quadratic_ranks(algorithm, MAX_LISTED)} "
-            "ranks (cost at any N: commlab cost)")
+            f"at most {MAX_LISTED:,}, so {algorithm} is simulated on up to "
+            f"{max_quadratic_ranks(algorithm, MAX_LISTED)} ranks (cost at any N: commlab cost)")
     schedule = build(algorithm, n_ranks)
     listed = sum(len(step) for step in schedule.steps)
     if listed > MAX_LISTED:  # pragma: no cover - quadratic_transfers counts every algorithm that gets here

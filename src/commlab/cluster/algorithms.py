@@ -80,6 +80,6 @@ def check_algos(op: str, algos) -> tuple[str, ...]:
     for name in names:
         if name not in accepted:
             known = "" if name in ALGORITHMS else f"unknown algorithm {name!r}; "
-            what = f"{name!r} does not run {op}; " if not known else known
+            what = known or f"{name!r} does not run {op}; "
             raise CommlabError(f"{what}the algorithms for {op} are: {', '.join(accepted)} (or all)")
     return tuple(dict.fromkeys(names))

@@ -102,7 +102,7 @@ def nvls_ring(op: str, shape: Shape, s: np.ndarray) -> Terms:
     pipelined: the latencies add, the slowest part sets the pace."""
     one = shape.cluster.machine(min(shape.nodes, shape.cluster.nodes_per_domain))
     entry = nccl_tuning_table(op, one, realized=True)[("NVLS", "Simple")]
-    lat_s = entry.latency_us * 1e-6
+    lat_s: float | np.ndarray = entry.latency_us * 1e-6
     levels = {"nvswitch": s / (entry.algbw_GBps * 1e9)}
     what = f"NVLS inside a domain ({entry.latency_us:g} us)"
     big_d = shape.domains

@@ -49,12 +49,12 @@ def group_view(cluster: Cluster, ranks_per_node: int) -> Cluster:
     speed = cluster.nic_Gbps * share / view_nics
     f = cluster.fabric
     if f.rail_optimised:                                   # a rail leaf still takes one NIC of leaf_nics nodes
-        fields = {"pod_leaves": max(1, round(f.pod_leaves * view_nics / nics))}
+        fabric = dataclasses.replace(f, sharp=False, pod_leaves=max(1, round(f.pod_leaves * view_nics / nics)))
     else:                                                  # a rack's leaf takes the same nodes, fewer NICs each
-        fields = {"leaf_nics": max(view_nics, round(f.leaf_nics * view_nics / nics))}
+        fabric = dataclasses.replace(f, sharp=False, leaf_nics=max(view_nics, round(f.leaf_nics * view_nics / nics)))
     return dataclasses.replace(cluster, name=f"{cluster.name} ({ranks_per_node} GPU{'s' if ranks_per_node > 1 else ''}"
                                f" per node)", gpus_per_node=ranks_per_node, nics_per_node=view_nics,
-                               nic_Gbps=speed, fabric=dataclasses.replace(f, sharp=False, **fields), nvlinks=None,
+                               nic_Gbps=speed, fabric=fabric, nvlinks=None,
                                default_nodes=1)
 
 
@@ -107,13 +107,13 @@ def place_layout(layout, cluster: Cluster) -> tuple[GroupCost, ...]:
             view = group_view(cluster, per_node) if nodes > 1 else cluster
             c = cluster_cost(p.primitive, [p.nbytes_per_call], view, nodes if nodes > 1 else 1)
             algo = c.nccl_pick[0] if c.nccl_pick else c.fastest()[0]
-            t, bottleneck = float(c[algo].time_s[0]), c[algo].bottleneck[0]
+            t, bottleneck = float(c[algo].ran_time_s[0]), c[algo].ran_bottleneck[0]
             if nodes == 1 and p.n_ranks < cluster.gpus_per_node:   # a group of part of a node: its own ranks
                 view = dataclasses.replace(cluster, name=f"{cluster.name} ({p.n_ranks} GPUs)",
                                            gpus_per_node=p.n_ranks, nics_per_node=1, default_nodes=1)
                 c = cluster_cost(p.primitive, [p.nbytes_per_call], view, 1)
                 algo = c.nccl_pick[0] if c.nccl_pick else c.fastest()[0]
-                t, bottleneck = float(c[algo].time_s[0]), c[algo].bottleneck[0]
+                t, bottleneck = float(c[algo].ran_time_s[0]), c[algo].ran_bottleneck[0]
         out.append(GroupCost(p.strategy, p.primitive, p.n_ranks, per_node, nodes, p.nbytes_per_call,
                              p.calls_per_step, p.time_s, t * p.calls_per_step, algo, bottleneck))
     return tuple(out)

@@ -78,7 +78,7 @@ class Shape:
     groups: tuple[Group, ...]
 
     @classmethod
-    def of(cls, cluster: Cluster, nodes: object) -> "Shape":
+    def of(cls, cluster: Cluster, nodes: object) -> Shape:
         n = cluster.check_nodes(nodes)
         m = cluster.machine(n)
         per_domain = min(n, cluster.nodes_per_domain)
@@ -210,7 +210,7 @@ def tree_pattern(shape: Shape) -> Pattern:
         edges.append((child, parent[child]))
     ups, top = [], 0
     for level, g in enumerate(shape.groups, start=1):
-        group = lambda x: x // g.domains                                  # noqa: E731
+        group = lambda x, domains=g.domains: x // domains                 # noqa: E731
         leaving = np.zeros(-(-n // g.domains))
         for child, parent in edges:
             cross = group(child) != group(parent)

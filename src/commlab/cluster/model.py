@@ -18,9 +18,9 @@ cannot run there says why. ``nccl_pick`` is what NCCL would run by default (Coll
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 import numpy as np
 
@@ -52,6 +52,22 @@ class AlgoCost:
     @property
     def available(self) -> bool:
         return self.time_s is not None
+
+    @property
+    def ran_time_s(self) -> np.ndarray:
+        """``time_s`` of an algorithm that runs here (``available``); a CommlabError saying why for one that does
+        not."""
+        if self.time_s is None:
+            raise CommlabError(f"{self.algo} does not run {self.op} here: {self.why}")
+        return self.time_s
+
+    @property
+    def ran_bottleneck(self) -> tuple[str, ...]:
+        """``bottleneck`` of an algorithm that runs here (``available``); a CommlabError saying why for one that
+        does not."""
+        if self.bottleneck is None:
+            raise CommlabError(f"{self.algo} does not run {self.op} here: {self.why}")
+        return self.bottleneck
 
     @property
     def algbw_GBps(self) -> np.ndarray | None:
@@ -97,7 +113,7 @@ class ClusterCost:
         names = self.available()
         if not names:
             raise CommlabError(f"no algorithm runs {self.op} on {self.nodes} nodes of {self.cluster.name}")
-        stack = np.vstack([self.algos[a].time_s for a in names])
+        stack = np.vstack([self.algos[a].ran_time_s for a in names])
         return tuple(names[i] for i in np.argmin(stack, axis=0))
 
 
@@ -161,4 +177,4 @@ def sweep_nodes(op: str, nbytes, cluster: Cluster | str, nodes_list, algos="all"
     results = [cluster_cost(op, nbytes, c, n, algos) for n in nodes_list]
     names = results[0].algos.keys()
     nan = np.full(results[0].nbytes.shape, np.nan)
-    return {a: np.vstack([r[a].time_s if r[a].available else nan for r in results]) for a in names}
+    return {a: np.vstack([r[a].ran_time_s if r[a].available else nan for r in results]) for a in names}

@@ -53,6 +53,6 @@ def cluster_rows(collective: str, sizes, preset_name: str, nodes: int, n_ranks: 
     s = np.asarray(sizes, dtype=float)
     cost = cluster_cost(collective, s, c, nodes)
     picks = cost.nccl_pick or ("direct",) * len(s)
-    times = np.array([cost[a].time_s[i] for i, a in enumerate(picks)]) * 1e6
-    bottlenecks = [cost[a].bottleneck[i] for i, a in enumerate(picks)]
+    times = np.array([cost[a].ran_time_s[i] for i, a in enumerate(picks)]) * 1e6
+    bottlenecks = [cost[a].ran_bottleneck[i] for i, a in enumerate(picks)]
     return times, list(picks), bottlenecks

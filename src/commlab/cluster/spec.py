@@ -120,7 +120,8 @@ class Cluster:
     nic_Gbps: float
     """One NIC port as NCCL sees it, Gb/s."""
     net: str
-    """Network kind for NCCL's model, one of :data:`commlab.cost.machine.NETS` (ib, roce, socket, efa, efa-p5, tcpxo, gib, ...)."""
+    """Network kind for NCCL's model, one of :data:`commlab.cost.machine.NETS` (ib, roce, socket, efa, efa-p5,
+    tcpxo, gib, ...)."""
     fabric: Fabric
     sources: tuple[str, ...]
     """Where each figure comes from, with addresses."""

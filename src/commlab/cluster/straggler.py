@@ -54,7 +54,7 @@ def slow_nic_cost(op: str, nbytes, cluster: Cluster | str, nodes: int, fraction:
     c = cluster if isinstance(cluster, Cluster) else preset(cluster)
     healthy = cluster_cost(op, [nbytes], c, nodes, algos)
     slow = cluster_cost(op, [nbytes], with_slow_nics(c, fraction), nodes, algos)
-    return {a: (float(healthy[a].time_s[0]), float(slow[a].time_s[0])) for a in healthy.available()}
+    return {a: (float(healthy[a].ran_time_s[0]), float(slow[a].ran_time_s[0])) for a in healthy.available()}
 
 
 def expected_max_normal(n: int, points: int = 4001) -> float:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from commlab.cost import nccl_constants as K
+from commlab.errors import CommlabError
 
 #: bytes of data per byte on the wire, per protocol (tuning.cc:327-337)
 EFFICIENCY = {"LL": K.LL_BW_FACTOR, "LL128": K.LL128_BW_FACTOR, "Simple": 1.0}
@@ -61,7 +62,9 @@ class Step:
 def steps_time(shape, steps: list[Step], base: bool = True, algo: str = "Ring", what: str = "") -> Terms:
     """The steps run one after another; per size, the protocol with the least total (see the module docstring)."""
     sizes = np.asarray(steps[0].nbytes, dtype=float) if steps else np.zeros(1)
-    best_t, best = None, None
+    best_t: np.ndarray | None = None
+    best: list[tuple[float, dict[str, np.ndarray]]] = []
+    choice = np.zeros(sizes.shape, dtype=int)
     for proto in shape.protocols:
         lat = K.BASE_LAT_US[(algo, proto)] if base else 0.0
         levels: dict[str, np.ndarray] = {}
@@ -73,13 +76,14 @@ def steps_time(shape, steps: list[Step], base: bool = True, algo: str = "Ring", 
             levels[level] = levels.get(level, 0.0) + add
         total = lat * 1e-6 + sum(levels.values(), np.zeros_like(sizes))
         if best_t is None:
-            best_t, best = total, [(lat, levels)]
-            choice = np.zeros(sizes.shape, dtype=int)
+            best_t = total
         else:
             better = total < best_t
             choice = np.where(better, len(best), choice)
             best_t = np.where(better, total, best_t)
-            best.append((lat, levels))
+        best.append((lat, levels))
+    if best_t is None:
+        raise CommlabError(f"{what or 'steps_time'}: the shape offers no protocol, got {shape.protocols!r}")
     latency = np.array([best[c][0] for c in np.atleast_1d(choice)]).reshape(sizes.shape) * 1e-6
     names = {name for _, lv in best for name in lv}
     levels = {n: np.choose(choice, [np.broadcast_to(lv.get(n, 0.0), sizes.shape) for _, lv in best]) for n in names}

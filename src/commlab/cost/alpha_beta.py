@@ -12,7 +12,7 @@ a curve over 10^5 sizes is one call. N is the number of ranks; D = ceil(log2 N) 
 | pipelined binary tree, k pieces | (2D + k - 1)(alpha + 3 S/(k B)) | see below |
 | double binary tree, k pieces | (2D + k - 1)(alpha + 2 S/(k B)) | Sanders, Speck, Traeff 2009; NCCL 2.4 |
 | naive (through rank 0) | 2(N-1)(alpha + S/B) | every message crosses rank 0's link |
-| recursive doubling | log2(p)(alpha + S/B), p the largest power of 2 <= N, plus 2(alpha + S/B) otherwise | Thakur et al. 2005 |
+| recursive doubling | log2(p)(alpha + S/B), p = 2^floor(log2 N), plus 2(alpha + S/B) when N != p | Thakur et al. 2005 |
 
 Pipelining cuts the buffer into k pieces so that all levels of the tree work at once: 2D + k - 1 stages. In
 the steady state an inner rank of a binary tree takes in 3 pieces per stage (two from its children on the way

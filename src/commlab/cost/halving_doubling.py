@@ -4,8 +4,10 @@ reduce-scatter (chapter 06). The schedules are :mod:`commlab.schedules.halving_d
 
 | algorithm | time | source |
 | --- | --- | --- |
-| halving-doubling all-reduce, p = 2^floor(log2 N) | 2 log2(p) alpha + 2 (p-1)/p S/B, plus 2 (alpha + S/B) when N != p | Thakur, Rabenseifner, Gropp, IJHPCA 2005, sec. 4.5 |
-| log-step all-gather / reduce-scatter (Bruck; PAT) | ceil(log2 N) alpha + (N-1)/N S/B, S the whole gathered buffer | Bruck et al. 1997; Jeaugey, arXiv 2506.20252 |
+| halving-doubling all-reduce, p = 2^floor(log2 N) | 2 log2(p) alpha + 2 (p-1)/p S/B, + 2(alpha + S/B) if N != p | [1] |
+| log-step all-gather / reduce-scatter (Bruck; PAT) | ceil(log2 N) alpha + (N-1)/N S/B, S the gathered buffer | [2] |
+
+[1] Thakur, Rabenseifner, Gropp, IJHPCA 2005, sec. 4.5. [2] Bruck et al. 1997; Jeaugey, arXiv 2506.20252.
 
 Halving step k sends S/2^(k+1) bytes, so the steps add up to (p-1)/p S each way: the ring's bandwidth term with
 log2 p latency terms instead of p - 1. In this model, on a network where every pair of ranks has the full

@@ -63,7 +63,7 @@ class LaunchShape:
         return round(self.gpus_per_thread * self.launch_us, 6)
 
     @classmethod
-    def from_preamble(cls, preamble: dict) -> "LaunchShape | None":
+    def from_preamble(cls, preamble: dict) -> LaunchShape | None:
         """From nccl-tests' ``# nThread 1 nGpus 12 ...`` line as :func:`commlab.nccl.comments.parse_preamble`
         reads it; None when it does not say."""
         if not preamble or "n_gpus" not in preamble:
@@ -71,7 +71,7 @@ class LaunchShape:
         return cls(gpus_per_thread=int(preamble["n_gpus"]), threads=int(preamble.get("n_threads", 1)))
 
     @classmethod
-    def from_command(cls, command: str) -> "LaunchShape | None":
+    def from_command(cls, command: str) -> LaunchShape | None:
         """From a command line's ``-g N`` (and ``-t N``); None when it has no ``-g``."""
         g = _G_FLAG.search(command or "")
         if not g:
@@ -80,7 +80,7 @@ class LaunchShape:
         return cls(gpus_per_thread=int(g.group(1)), threads=int(t.group(1)) if t else 1)
 
     @classmethod
-    def from_log(cls, log) -> "LaunchShape | None":
+    def from_log(cls, log) -> LaunchShape | None:
         """A parsed log's launch shape: its preamble, else the ``-g`` of a ``# command:`` line; None if neither."""
         shape = cls.from_preamble(getattr(log, "preamble", None) or {})
         if shape is None:

@@ -112,8 +112,8 @@ def model_report(log, tuning, machine: Machine | None = None) -> LogModelReport:
     rows, used = [], sizes > 0
     for i, s in enumerate(sizes):
         label = str(fit.regime_label(s)) if (fit is not None and s > 0) else None
-        row = {"model_time_us": float(fit.time_s(s)) * 1e6 if (fit is not None and s > 0) else None,
-               "regime": label}
+        model_time_us = float(fit.time_s(s)) * 1e6 if (fit is not None and s > 0) else None
+        row: dict[str, object] = {"model_time_us": model_time_us, "regime": label}
         row["chosen"] = _chosen(nccl[i], pred, i, label)
         if machine is not None:
             ok = pred is not None

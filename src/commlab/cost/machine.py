@@ -191,7 +191,7 @@ class Machine:
         """One NIC in GB/s as NCCL counts it (Mb/s / 8000, topo.cc:418)."""
         return self.nic_Gbps / 8.0
 
-    def resolved(self) -> "Machine":
+    def resolved(self) -> Machine:
         """The same machine with every default written out."""
         return replace(self, nvlink=(self.nvlink if self.nvlink is not None else self.spec.nvlink_gen),
                        nvlinks=self.links, nvswitch=self.has_nvswitch, pcie=self.pcie or self.spec.pcie_gen,

@@ -38,9 +38,9 @@ all_reduce has a Tree algorithm here (NCCL added others later).
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 import numpy as np
 
@@ -205,8 +205,8 @@ def enabled(spec, names: tuple[str, ...], what: str) -> tuple[str, ...]:
 class Choice:
     """What NCCL's model picks: per size when ``nbytes`` is an array (then algo/proto are arrays too)."""
 
-    algo: object                                  # str, or np.ndarray of str per size
-    proto: object
+    algo: str | np.ndarray                        # str, or np.ndarray of str per size
+    proto: str | np.ndarray
     time_us: np.ndarray                           # the winner's predicted time
     table: Mapping[tuple[str, str], np.ndarray]   # every candidate pair -> predicted time_us
 

@@ -45,9 +45,9 @@ than the budget; fixture 07 at 2-32 MiB runs 25-35% slower than NCCL's NVLS line
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
 import numpy as np
 

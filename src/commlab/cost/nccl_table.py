@@ -16,8 +16,8 @@ The constants and their lines are in :mod:`commlab.cost.nccl_constants`.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from commlab.collectives import canonical
 from commlab.cost import nccl_constants as K

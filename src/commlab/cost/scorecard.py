@@ -115,7 +115,7 @@ class LogScore:
 
     def meets_fitted_goals(self) -> bool | None:
         """None when the goals do not apply (fewer than GOAL_MIN_ROWS rows)."""
-        if self.n_rows < GOAL_MIN_ROWS or self.fitted_median is None:
+        if self.n_rows < GOAL_MIN_ROWS or self.fitted_median is None or self.fitted_p90 is None:
             return None
         return self.fitted_median <= FIT_MEDIAN_GOAL and self.fitted_p90 <= FIT_P90_GOAL
 
@@ -127,7 +127,7 @@ class LogScore:
         return self.predicted_median <= PREDICTED_MEDIAN_GOAL and (bw is None or bw <= PREDICTED_BW_GOAL)
 
     def to_json(self, rows: bool = True) -> dict:
-        out = {
+        out: dict[str, object] = {
             "log": self.name, "collective": self.collective, "n_ranks": self.n_ranks, "rows": self.n_rows,
             "fitted": {"median_error": self.fitted_median, "p90_error": self.fitted_p90,
                        "params": self.fit.params if self.fit else None, "problem": self.fit_problem,
@@ -234,7 +234,7 @@ def shipped_cluster(path: Path) -> tuple[tuple[str, int] | None, str]:
     if path.name not in {p.name for p in nccl_tests_logs()}:
         return None, "not a shipped log: no cluster preset"
     name, nodes, note = fixture_cluster(int(path.name[:2]))
-    return (None, note) if name is None else ((name, nodes), note)
+    return (None, note) if name is None or nodes is None else ((name, nodes), note)
 
 
 def score_file(path: str | Path, machine: Machine | None = None, text: str | None = None) -> LogScore:
@@ -282,13 +282,13 @@ def format_scorecard(scores: list[LogScore]) -> list[str]:
         lines.append(f"{sc.name[:40]:<40s} {sc.n_rows:>4d} {_pct(sc.fitted_median):>8s} {_pct(sc.fitted_p90):>8s} "
                      f"{_pct(sc.predicted_median):>9s} {_pct(sc.predicted_bw_median):>9s} "
                      f"{_pct(sc.cluster_median):>9s} {_pct(sc.cluster_bw_median):>9s}  {machine}")
-    fit_ok = [s.meets_fitted_goals() for s in scores if s.meets_fitted_goals() is not None]
-    pred_ok = [s.meets_predicted_goals() for s in scores if s.meets_predicted_goals() is not None]
+    fit_ok = [ok for s in scores if (ok := s.meets_fitted_goals()) is not None]
+    pred_ok = [ok for s in scores if (ok := s.meets_predicted_goals()) is not None]
     lines.append(f"fitted goals (median <= {FIT_MEDIAN_GOAL:.0%}, p90 <= {FIT_P90_GOAL:.0%}, logs of >= "
                  f"{GOAL_MIN_ROWS} rows): met on {sum(fit_ok)} of {len(fit_ok)}")
     lines.append(f"predicted goals (median <= {PREDICTED_MEDIAN_GOAL:.0%}, >= 64 MiB <= {PREDICTED_BW_GOAL:.0%}): "
                  f"met on {sum(pred_ok)} of {len(pred_ok)} described logs")
-    clus = [(s.name[:2], s.cluster, s.meets_cluster_goal()) for s in scores if s.meets_cluster_goal() is not None]
+    clus = [(s.name[:2], s.cluster, ok) for s in scores if (ok := s.meets_cluster_goal()) is not None]
     if clus:
         presets = ", ".join(f"{k}: {c}" for k, c, _ in clus)
         lines.append(f"cluster goal (>= 64 MiB <= {CLUSTER_BW_GOAL:.0%}): met on {sum(ok for _, _, ok in clus)} of "

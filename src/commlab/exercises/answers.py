@@ -52,7 +52,7 @@ def _reject(answer: object) -> CommlabError:
                         'unit, such as 54, "54 ms", "450 GB/s", "24.5 GB", "12.5%"')
 
 
-def _number(answer: object, unit: str) -> float:
+def _number(answer: numbers.Real, unit: str) -> float:
     """A Python or numpy real number, taken in the exercise's unit."""
     value = float(answer)
     if not math.isfinite(value):

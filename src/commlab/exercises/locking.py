@@ -8,9 +8,9 @@ timeout did). filelock is a dependency of torch, and of commlab.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from commlab.errors import CommlabError
 

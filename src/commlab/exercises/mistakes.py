@@ -57,7 +57,8 @@ def _ring_mistakes(n_ranks: int) -> tuple[Mistake, ...]:
 def generic_mistakes(unit: str, n_ranks: int | None) -> tuple[Mistake, ...]:
     """The book's generic slips for an answer in ``unit`` to a question with ``n_ranks`` ranks (or none)."""
     rate_or_time = unit.endswith("/s") or unit in ("s", "ms", "us", "ns", "%", "")
-    head = (Mistake(units.BITS_PER_BYTE, "bits vs bytes", "a byte is 8 bits: 400 Gb/s is 50 GB/s (chapter 2)"),)
+    head: tuple[Mistake, ...] = (
+        Mistake(units.BITS_PER_BYTE, "bits vs bytes", "a byte is 8 bits: 400 Gb/s is 50 GB/s (chapter 2)"),)
     if rate_or_time:  # both directions added only makes sense for a bandwidth, or a time or ratio derived from one
         head += (Mistake(2.0, "bidirectional vs unidirectional",
                          "vendors print both directions added; one transfer runs at the one-direction figure "

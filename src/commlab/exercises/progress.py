@@ -30,7 +30,7 @@ from pathlib import Path
 from commlab.errors import CommlabError
 from commlab.exercises.locking import locked
 from commlab.exercises.registry import exercises
-from commlab.exercises.salvage import ENTRY_KEYS, FORMAT, VERSION, Reading, read_progress
+from commlab.exercises.salvage import ENTRY_KEYS, Reading, read_progress
 from commlab.exercises.seeding import current_learner
 
 ENV_PROGRESS = "COMMLAB_PROGRESS"

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Callable
+from collections.abc import Callable
 
 from commlab.errors import CommlabError
 

@@ -55,7 +55,7 @@ def _is_our_decorator(node: ast.expr) -> bool:
     return name == DECORATOR
 
 
-def _decorated(tree: ast.Module) -> list[ast.FunctionDef]:
+def _decorated(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     return [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
             and any(_is_our_decorator(d) for d in node.decorator_list)]
 

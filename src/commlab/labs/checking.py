@@ -24,6 +24,13 @@ class Outcome:
     def ok(self) -> bool:
         return not self.problem
 
+    @property
+    def rank_values(self) -> list:
+        """``values``, of a check whose ranks ran to the end (``run_checked`` gives them whenever ``ok``)."""
+        if self.values is None:
+            raise RuntimeError(f"the ranks returned no values: {self.problem or 'the check did not run'}")
+        return self.values
+
 
 _TORCH_CALL = re.compile(r"torch/distributed/distributed_c10d\.py\", line \d+,? in (\w+)")
 _ANY_FRAME = re.compile(r"File \"[^\"]*\", line (\d+),? in (\w+)")

@@ -31,13 +31,13 @@ class Code:
 
     def notice(self) -> str:
         """The first line a lab script prints: whose code runs, and why."""
-        if self.mine:
+        if self.path is not None:
             return f"{self.lab}: running your code from {mine.shown(self.path)}"
         return f"{self.lab}: running the reference solution (commlab.labs.solutions.{self.lab}): {self.why}"
 
     def module(self):
         """The learner's module (imported afresh) or ``commlab.labs.solutions.<lab>``."""
-        if self.mine:
+        if self.path is not None:
             return mine.load_module(self.path, self.lab)
         return importlib.import_module(f"commlab.labs.solutions.{self.lab}")
 
@@ -47,7 +47,7 @@ class Code:
         found = getattr(self.module(), name, None)
         if found is not None:
             return found
-        where = mine.shown(self.path)
+        where = mine.shown(self.path) if self.path is not None else f"commlab.labs.solutions.{self.lab}"
 
         def missing(*args, **kwargs):
             raise NotImplementedError(f"{name} is missing from {where}")

@@ -129,7 +129,8 @@ def flight_recorder_entries(group_name: str | None) -> list[dict] | None:
     import pickle
 
     try:
-        from torch._C._distributed_c10d import _dump_fr_trace
+        # private, and absent from torch's type stubs; a torch without it raises ImportError, handled below
+        from torch._C._distributed_c10d import _dump_fr_trace  # type: ignore[attr-defined]
     except ImportError:
         return None
     try:
@@ -206,7 +207,7 @@ class FaultRun:
 def from_records(fault: Fault, found: dict[int, dict], launch: str = "") -> FaultRun:
     """A FaultRun from the per-rank dicts of :func:`step_here` (a rank missing from ``found`` left none)."""
     recorded = any(rec["entries"] for rec in found.values())
-    records = {r: None for r in range(fault.n_ranks)}
+    records = dict.fromkeys(range(fault.n_ranks))
     for r, rec in found.items():
         records[r] = rec["entries"] if recorded else rec["log"]
     source = ("the Flight Recorder" if recorded or not any(rec["log"] for rec in found.values())

@@ -289,8 +289,10 @@ def load_module(path: Path, lab: str):
     """Import the module at ``path`` afresh (a new module object each call), as ``commlab_mine_<lab>``."""
     name = f"commlab_mine_{lab}"
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise LearnerCodeError(f"{shown(path)} does not import: it is not a Python source file")
     module = importlib.util.module_from_spec(spec)
-    module.reader_or_solution = _as_written   # the notebook's decorator, whatever the file's header says
+    vars(module)["reader_or_solution"] = _as_written   # the notebook's decorator, whatever the file's header says
     sys.modules[name] = module          # dataclasses and pickling look their module up here
     try:
         spec.loader.exec_module(module)

@@ -27,7 +27,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from commlab import launch
 from commlab.errors import CommlabError

@@ -2,8 +2,8 @@
 
 NCCL needs one CUDA GPU per rank; gloo runs anywhere on CPU. Forking is fast (the child already has torch
 imported) but is only safe before CUDA is touched and is unsafe on macOS, so ``"auto"`` forks only for
-gloo on Linux on a machine without an NVIDIA driver; otherwise ranks are spawned as fresh interpreters and the function travels by value with
-cloudpickle (chapter 03, "Running ranks from a notebook").
+gloo on Linux on a machine without an NVIDIA driver; otherwise ranks are spawned as fresh interpreters and the
+function travels by value with cloudpickle (chapter 03, "Running ranks from a notebook").
 """
 from __future__ import annotations
 

@@ -16,8 +16,8 @@ MAX_RANKS = 256
 
 
 def _check_seconds(name: str, value: object, low: float = 0.0) -> float:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
-    if not ok or value <= low or value == float("inf"):
+    if (not isinstance(value, (int, float)) or isinstance(value, bool) or value != value or value <= low
+            or value == float("inf")):
         raise CommlabError(f"{name} must be a finite number of seconds > {low:g}, got {value!r}")
     return float(value)
 

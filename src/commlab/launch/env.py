@@ -48,8 +48,10 @@ def _env_int(name: str, default: int | None = None) -> int:
     if text is None and default is not None:
         return default
     try:
+        if text is None:
+            raise ValueError(name)
         return int(text)
-    except (TypeError, ValueError):
+    except ValueError:
         raise CommlabError(f"environment variable {name} must be a whole number, got {text!r}") from None
 
 

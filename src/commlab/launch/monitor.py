@@ -42,7 +42,7 @@ class RankState:
     """When the launcher noticed the failure (the first one noticed is reported as the cause)."""
 
     @classmethod
-    def of(cls, proc: RankProcess, on_line=None) -> "RankState":
+    def of(cls, proc: RankProcess, on_line=None) -> RankState:
         return cls(proc, LineRelay(proc.rank, to_stderr=False, on_line=on_line),
                    LineRelay(proc.rank, to_stderr=True, on_line=on_line))
 
@@ -125,7 +125,7 @@ def _fail(st: RankState, failure: RankFailure | None) -> None:
 
 
 def _failure_of(st: RankState) -> RankFailure | None:
-    if st.returned and st.result[0] == "error":
+    if st.result is not None and st.result[0] == "error":
         _, summary, tb = st.result
         return RankFailure(st.rank, "exception", summary, tb)
     if st.exit_code is not None and not st.returned:
@@ -190,7 +190,8 @@ def main_thread_stack(lines: list[str]) -> str:
     ...                    '', 'Current thread 0x2 (most recent call first):', '  File "cell", line 3 in ring'])
     'Current thread 0x2 (most recent call first):\\n  File "cell", line 3 in ring'
     """
-    blocks, block = [], []
+    blocks: list[list[str]] = []
+    block: list[str] = []
     for line in lines:
         if line.startswith(("Thread 0x", "Current thread 0x")) and block:
             blocks.append(block)

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
 
 from commlab.launch.wire import write_message
 from commlab.launch.worker import RankSpec, forked_main
@@ -29,7 +30,7 @@ class RankProcess:
     """The launcher's handle on one rank: its pid, the read ends of its pipes, and the process object."""
 
     rank: int
-    process: object
+    process: BaseProcess | subprocess.Popen
     """A ``multiprocessing.Process`` (fork) or a ``subprocess.Popen`` (spawn)."""
     ctl_fd: int
     """Write end of the control pipe: the launcher sends the store's port (and, spawned, the function)."""
@@ -39,7 +40,10 @@ class RankProcess:
 
     @property
     def pid(self) -> int:
-        return self.process.pid
+        pid = self.process.pid
+        if pid is None:                                   # a multiprocessing.Process before start()
+            raise RuntimeError(f"rank {self.rank}'s process has not started")
+        return pid
 
     def poll(self) -> int | None:
         """Exit status (negative: killed by that signal), or None while it runs; reaps a finished child."""
@@ -53,7 +57,7 @@ class RankProcess:
             try:
                 os.kill(self.pid, sig)
             except ProcessLookupError:
-                pass
+                pass  # it exited between the poll and the kill
 
     def end_group(self, sig: int) -> None:
         """Send ``sig`` to the rank's process group: the rank and every process it started. A rank that has

@@ -86,9 +86,14 @@ def _launch(config: LaunchConfig, backend: str, method: str, fn, args, kwargs, p
         _stop_all(states)
     noticed = [(st.failure, st.failed_at) for st in states if st.failure]
     if noticed:
-        returned = [st.rank for st in states if st.returned and st.result[0] == "ok"]
+        returned = [st.rank for st in states if st.result is not None and st.result[0] == "ok"]
         raise RankError(order_failures(noticed, returned), config.n_ranks, backend)
-    return [st.result[1] for st in states]
+    values = []
+    for st in states:
+        if st.result is None:          # watch() returns once every rank returned, or notices a failure (above)
+            raise RuntimeError(f"rank {st.rank} ended without returning")
+        values.append(st.result[1])
+    return values
 
 
 def _stop_all(states: list[RankState]) -> None:

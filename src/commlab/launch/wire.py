@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import struct
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 _HEADER = struct.Struct(">Q")
@@ -88,7 +89,7 @@ class LineRelay:
     pending: bytes = b""
     tail: list[str] = field(default_factory=list)
     capture: list[str] | None = None
-    on_line: object = None
+    on_line: Callable[[int, str, bool], bool] | None = None
     """``on_line(rank, line, to_stderr) -> bool``: sees each line first; True means consumed, not printed."""
 
     def feed(self, data: bytes) -> None:

@@ -110,6 +110,7 @@ def spawned_main() -> None:
 def run_and_report(fn, args, kwargs, spec: RankSpec, inbox: Inbox, res_fd: int) -> None:
     """Run ``fn`` in the group and write one result message; never raises."""
     _prepare(spec)
+    message: tuple
     try:
         message = ("ok", _call_in_group(fn, args, kwargs, spec, inbox, res_fd))
     except BaseException as exc:  # noqa: BLE001 - every failure goes back to the parent
@@ -198,7 +199,7 @@ def _exit_when_orphaned(parent_pid: int) -> None:
         try:
             os.killpg(os.getpid(), signal.SIGTERM)
         except OSError:
-            pass
+            pass  # nothing left to end: exit anyway
     os._exit(ORPHAN_EXIT_CODE)
 
 

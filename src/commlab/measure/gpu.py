@@ -11,7 +11,7 @@ torch is imported only when a function runs.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from commlab.measure.results import CopyPoint, CopySweep, Skipped
 from commlab.measure.sweep import SweepConfig

@@ -13,8 +13,8 @@ so the minimum is the best estimate of what the hardware itself does (the topolo
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from commlab.errors import CommlabError
 from commlab.units import MiB

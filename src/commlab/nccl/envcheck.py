@@ -97,7 +97,7 @@ def _version_fields(root: Path) -> tuple[str | None, bool]:
     version = re.search(r"^__version__\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
     cuda = re.search(r"^cuda\s*(?::[^=]*)?=\s*(.+)$", text, re.M)
     return (version.group(1) if version else None,
-            bool(cuda) and cuda.group(1).strip() not in ("None", "''", '""'))
+            cuda is not None and cuda.group(1).strip() not in ("None", "''", '""'))
 
 
 def torch_version() -> str | None:

@@ -116,10 +116,7 @@ def format_preamble(preamble: Mapping, rows: Sequence[Row]) -> str:
 def format_device(rank: int, device: str | Mapping | None) -> str:
     """One ``#  Rank`` line. ``device`` is a description (the GPU or CPU name), a mapping with ``pid``,
     ``host``, ``device``, ``bus_id``, ``name``, or None; what is not known is printed as ``-``."""
-    if isinstance(device, Mapping):
-        d = dict(device)
-    else:
-        d = {"name": "(not recorded)" if device is None else str(device)}
+    d = dict(device) if isinstance(device, Mapping) else {"name": "(not recorded)" if device is None else str(device)}
     return "#  Rank %2d Group  0 Pid %6s on %10s device %2s [%s] %s" % (
         rank, d.get("pid", "-"), d.get("host", "-"), d.get("device", "-"), d.get("bus_id", "-"),
         d.get("name", "-"))

@@ -51,7 +51,7 @@ class Row:
         return out
 
     @classmethod
-    def from_json(cls, obj: dict) -> "Row":
+    def from_json(cls, obj: dict) -> Row:
         ip = obj.get("ip")
         return cls(
             size_bytes=int(obj["size_bytes"]), count=int(obj["count"]), type=str(obj["type"]),

@@ -7,8 +7,9 @@
   :func:`commlab.cost.fit_alpha_beta`;
 * avg busbw: the footer's value, else the plain mean nccl-tests would print.
 
-:func:`verdict` holds the peak busbw against a link's **unidirectional** bandwidth (nccl-tests' doc/PERFORMANCE.md: "busbw is
-what to hold against a link's unidirectional bandwidth"). Thresholds, from the real fixtures:
+:func:`verdict` holds the peak busbw against a link's **unidirectional** bandwidth (nccl-tests'
+doc/PERFORMANCE.md: "busbw is what to hold against a link's unidirectional bandwidth"). Thresholds, from the real
+fixtures:
 
 * above the link, ratio > 1.00: impossible for point-to-point traffic, so the switch reduces (NVLS on NVSwitch,
   SHARP / CollNet in InfiniBand) or the link named is not the one used. 8x H100 with NVLS reaches 483 GB/s

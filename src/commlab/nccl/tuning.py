@@ -85,14 +85,14 @@ class TuningLog:
 
 def _read_call(text: str, number: int) -> Call | None:
     m = _NEW.search(text)
-    if m and _algo(m.group(3)) and _proto(m.group(4)):
-        return Call(int(m.group(2)), _algo(m.group(3)), _proto(m.group(4)), _func(m.group(1)), number)
+    if m and (algo := _algo(m.group(3))) and (proto := _proto(m.group(4))):
+        return Call(int(m.group(2)), algo, proto, _func(m.group(1)), number)
     m = _OLD.search(text)
     if m and int(m.group(2)) < len(ALGO_IDS) and int(m.group(3)) < len(PROTO_IDS):
         return Call(int(m.group(1)), ALGO_IDS[int(m.group(2))], PROTO_IDS[int(m.group(3))], None, number)
     m = _TRACE.search(text)
-    if m and _algo(m.group(2)) and _proto(m.group(3)):
-        return Call(int(m.group(4)), _algo(m.group(2)), _proto(m.group(3)), _func(m.group(1)), number)
+    if m and (algo := _algo(m.group(2))) and (proto := _proto(m.group(3))):
+        return Call(int(m.group(4)), algo, proto, _func(m.group(1)), number)
     return None
 
 
@@ -106,7 +106,9 @@ class _TableReader:
     """Reads both table layouts line by line."""
 
     def __init__(self, out: TuningLog):
-        self.out, self.columns, self.algos = out, [], []
+        self.out = out
+        self.columns: list[tuple[str | None, str | None]] = []
+        self.algos: list[str | None] = []
 
     def feed(self, text: str) -> None:
         if "NCCL INFO" not in text or "|" not in text:
@@ -123,8 +125,8 @@ class _TableReader:
             per = max(1, len(protos) // max(1, len(self.algos)))
             self.columns = [(self.algos[i // per] if i // per < len(self.algos) else None, p)
                             for i, p in enumerate(protos)]
-        elif _func(cells[0]) and self.columns:
-            self._row(_func(cells[0]), cells[1:])
+        elif (func := _func(cells[0])) and self.columns:
+            self._row(func, cells[1:])
 
     def _row(self, func: str, cells: list[str]) -> None:
         for (algo, proto), cell in zip(self.columns, cells):

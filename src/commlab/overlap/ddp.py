@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
@@ -86,7 +86,7 @@ class DDPConfig:
             _check_cap("first_bucket_mb", self.first_bucket_mb)
         check_choice("bucket rule", self.rule, RULES)
 
-    def with_cap(self, bucket_cap_mb: float) -> "DDPConfig":
+    def with_cap(self, bucket_cap_mb: float) -> DDPConfig:
         return dataclasses.replace(self, bucket_cap_mb=bucket_cap_mb)
 
 

@@ -11,8 +11,9 @@ tensors (a weight and its bias); treating a layer as one tensor is the simplific
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Sequence
+from typing import cast
 
 from commlab.errors import CommlabError
 
@@ -76,7 +77,7 @@ def layers_from(nbytes: Sequence[int], backward_s: Sequence[float],
 def check_layers(layers: object) -> tuple[Layer, ...]:
     """Return ``layers`` as a non-empty tuple of Layer, or raise CommlabError naming what was given."""
     try:
-        result = tuple(layers)  # type: ignore[arg-type]
+        result = tuple(cast("Iterable[Layer]", layers))      # what it holds is checked below
     except TypeError:
         raise CommlabError(f"layers must be a sequence of Layer, got {layers!r}") from None
     if not result or not all(isinstance(layer, Layer) for layer in result):

@@ -84,7 +84,8 @@ class Timeline:
     @property
     def step_s(self) -> float:
         """End of the last all-reduce (or all-gather) or of the last compute, whichever is later."""
-        return max((iv.end_s for iv in (*self.compute, *self.comm)), default=0.0)
+        intervals: tuple[ComputeInterval | CommInterval, ...] = (*self.compute, *self.comm)
+        return max((iv.end_s for iv in intervals), default=0.0)
 
     @property
     def compute_s(self) -> float:

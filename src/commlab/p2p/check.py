@@ -120,7 +120,9 @@ def check_ring(fn, kind: str, n_ranks_list=range(2, 9), lengths=DEFAULT_LENGTHS,
 
     n_list, length_list = _validate(fn, kind, n_ranks_list, lengths, timeout_s)
     algorithm = algorithm or "ring-" + kind.replace("_", "-")
-    cases, departures, traced = [], [], []
+    cases: list[CaseResult] = []
+    departures: list[tuple] = []
+    traced: list[tuple[int, int]] = []
     for n in n_list:
         try:
             per_rank = run(_check_rank, n, fn, kind, length_list, seed, backend="gloo", timeout_s=timeout_s,

@@ -15,8 +15,8 @@ from commlab.errors import CommlabError
 
 
 def _whole(name: str, value: object, low: int, high: int | None = None) -> int:
-    ok = isinstance(value, int) and not isinstance(value, bool) and value >= low
-    if not ok or (high is not None and value > high):
+    if (not isinstance(value, int) or isinstance(value, bool) or value < low
+            or (high is not None and value > high)):
         span = f">= {low}" if high is None else f"from {low} to {high}"
         raise CommlabError(f"{name} must be a whole number {span}, got {value!r}")
     return value

@@ -31,8 +31,8 @@ from commlab.parallelism.planner import Layout, Plan, PlanConfig, plan
 
 __all__ = [
     "CP_KINDS", "GpuSpec", "Layout", "MemoryBreakdown", "ModelSpec", "Plan", "PlanConfig", "RECOMPUTE",
-    "activation_bytes_per_layer", "cp_traffic", "hsdp_traffic", "gpu", "gpu_names", "in_flight_micro_batches", "kv_block_nbytes",
-    "model", "model_names", "model_state_bytes", "plan",
+    "activation_bytes_per_layer", "cp_traffic", "hsdp_traffic", "gpu", "gpu_names", "in_flight_micro_batches",
+    "kv_block_nbytes", "model", "model_names", "model_state_bytes", "plan",
     "KINDS", "PRIMITIVES", "Interval", "ModelConfig", "ParallelConfig", "Traffic", "TrafficItem", "bubble_fraction",
     "bubble_ratio", "dp_traffic", "ep_traffic", "gradient_sync", "idle_share", "peak_in_flight", "pipeline_schedule",
     "pipeline_step_s", "pp_traffic", "sent_per_rank_factor", "tp_all_reduce", "tp_traffic", "traffic",

@@ -8,8 +8,8 @@ grouped-query attention) and the same again for values:
 
 | kind | primitive | forward | backward |
 | --- | --- | --- | --- |
-| ring attention | sendrecv round the ring | c-1 steps, each passing a K and a V block (2 K_b) | c-1 steps of K and V again, c-1 of their gradients |
-| Ulysses | all_to_all | Q, K, V (b (s/c)(h + 2w) dtype) to a head split; the output (b (s/c) h dtype) back | the same two, reversed |
+| ring attention | sendrecv (ring) | c-1 steps, each passing a K and a V block (2 K_b) | again, plus c-1 of grads |
+| Ulysses | all_to_all | Q, K, V (b (s/c)(h + 2w) dtype) to split heads, output (b (s/c) h dtype) back | both reversed |
 
 Ring attention (Liu, Zaharia, Abbeel, "Ring Attention with Blockwise Transformers", arXiv 2310.01889; Megatron-LM's
 ``--context-parallel-size`` with Transformer Engine's ``cp_comm_type="p2p"``) overlaps each step's send with the

@@ -5,7 +5,8 @@
 Korthikanti et al. 2022 (sec. 6), whose s-dependent part is 12 b s^2 h L. Selective recomputation adds
 attention's core forward again (Q K^T and the scores times V: 4 b s^2 h L); full recomputation the whole
 forward, 2 N b s + 4 b s^2 h L: 96 instead of 72 in the same count (Narayanan et al. SC21, eq. 3, counts
-96 b s h^2 L because it recomputes). A GPU does 1/(t c p) of it at ``mfu`` x its dense BF16 peak (an assumption: 40 % is typical).
+96 b s h^2 L because it recomputes). A GPU does 1/(t c p) of it at ``mfu`` x its dense BF16 peak (an assumption:
+40 % is typical).
 
 **Communication, placed.** Megatron-LM's rank order puts TP innermost (consecutive GPUs), then CP, then DP,
 then PP outermost; a group that fits in one node uses the NVSwitch link, one that spans nodes the network

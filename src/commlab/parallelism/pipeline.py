@@ -148,7 +148,8 @@ def pipeline_schedule(p: int, m: int, v: int = 1, kind: str = "1F1B", t_f: float
     """
     p, m, v, kind = _check_schedule(p, m, v, kind, t_f, t_b)
     orders = [_stage_order(s, p, m, v, kind) for s in range(p)]
-    last, ends, nxt, free = p * v - 1, {}, [0] * p, [0.0] * p
+    last, nxt, free = p * v - 1, [0] * p, [0.0] * p
+    ends: dict[tuple[str, int, int], float] = {}
     out: list[Interval] = []
     while any(nxt[s] < len(orders[s]) for s in range(p)):
         progressed = False
@@ -179,7 +180,8 @@ def idle_share(intervals) -> float:
 def peak_in_flight(intervals) -> int:
     """Most activations one stage holds at once: forwards started minus backwards ended, in running order
     (micro-batches for v = 1, chunk activations when interleaved)."""
-    peak, held = 0, {}
+    peak = 0
+    held: dict[int, int] = {}
     for i in sorted(intervals, key=lambda i: (i.stage, i.start)):
         held[i.stage] = held.get(i.stage, 0) + (1 if i.phase == "F" else -1)
         peak = max(peak, held[i.stage])

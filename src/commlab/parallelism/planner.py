@@ -189,7 +189,7 @@ def plan(model: str | ModelSpec, n_gpus: int, gpu: str | GpuSpec, **options) -> 
     >>> best.tp, best.pp, best.dp
     (8, 1, 4)
     """
-    cfg = PlanConfig(model=model, gpu=gpu, n_gpus=n_gpus, **options)
+    cfg = PlanConfig(model=find_model(model), gpu=find_gpu(gpu), n_gpus=n_gpus, **options)
     layouts = [evaluate(cfg, *c) for c in candidates(cfg)]
     ranked = sorted((x for x in layouts if x.reason is None),
                     key=lambda x: (-round(x.tokens_per_s, 6), round(x.comm_s, 9), x.memory.total))

@@ -19,8 +19,8 @@ Summed over the N ranks an all-reduce moves exactly 2(N-1) S; "2 S N" is its lim
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 from commlab.cost import collective_time_s
 from commlab.errors import CommlabError, check_choice
@@ -98,10 +98,10 @@ class Traffic:
     def __len__(self) -> int:
         return len(self.items)
 
-    def __add__(self, other: "Traffic") -> "Traffic":
+    def __add__(self, other: Traffic) -> Traffic:
         return Traffic(self.items + tuple(other))
 
-    def only(self, strategy: str) -> "Traffic":
+    def only(self, strategy: str) -> Traffic:
         """The items of one strategy ("TP", "DP", ...)."""
         return Traffic(tuple(item for item in self.items if item.strategy == strategy))
 

@@ -87,7 +87,8 @@ def max_quadratic_ranks(algorithm: str, max_transfers: int) -> int:
     lo, hi = 1, n  # the count grows with N: bisect for the largest N within the budget
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if quadratic_transfers(algorithm, mid) <= max_transfers else (lo, mid - 1)
+        count = quadratic_transfers(algorithm, mid)
+        lo, hi = (mid, hi) if count is not None and count <= max_transfers else (lo, mid - 1)
     return lo
 
 
@@ -129,4 +130,5 @@ def check_algorithm(algorithm: str) -> str:
     return algorithm
 
 
-__all__ += ["check_algorithm", "CommlabError", "MAX_RANKS", "MAX_TRANSFERS", "max_quadratic_ranks", "quadratic_transfers"]
+__all__ += ["check_algorithm", "CommlabError", "MAX_RANKS", "MAX_TRANSFERS", "max_quadratic_ranks",
+            "quadratic_transfers"]

@@ -75,11 +75,11 @@ def _apply(step, buffers: np.ndarray, holds: np.ndarray | None) -> None:
     table = np.array(step, dtype=np.int64)                       # [n_transfers, 5]: step src dst chunk reduce
     src, dst, chunk, add = table[:, 1], table[:, 2], table[:, 3], table[:, 4].astype(bool)
     data = buffers[src, chunk]                                  # [n_transfers, chunk_len], a copy
-    held = holds[src, chunk] if holds is not None else None      # [n_transfers, n_ranks]
     copy = ~add
     buffers[dst[copy], chunk[copy]] = data[copy]
     np.add.at(buffers, (dst[add], chunk[add]), data[add])
     if holds is not None:
+        held = holds[src, chunk]                                # [n_transfers, n_ranks], a copy
         holds[dst[copy], chunk[copy]] = held[copy]
         np.logical_or.at(holds, (dst[add], chunk[add]), held[add])
 
@@ -99,17 +99,18 @@ def run(schedule: Schedule, inputs: list[np.ndarray], record: bool = True) -> Ru
         raise CommlabError(f"{schedule.algorithm} on {schedule.n_ranks} ranks needs {schedule.n_ranks} input "
                            f"buffers, got {len(inputs)}")
     bounds, buffers, holds0 = _layout(schedule, inputs)
-    holds = holds0.copy() if record else None
-    states = [_unpad(buffers, bounds)] if record else None
-    all_holds = [holds0.copy()] if record else None
+    if not record:
+        for step in schedule.steps:
+            _apply(step, buffers, None)
+        return Run(schedule, bounds, _outputs(schedule, _unpad(buffers, bounds), bounds), None, None)
+    holds = holds0.copy()
+    states = [_unpad(buffers, bounds)]
+    all_holds = [holds0.copy()]
     for step in schedule.steps:
         _apply(step, buffers, holds)
-        if record:
-            states.append(_unpad(buffers, bounds))
-            all_holds.append(holds.copy())
-    full = states[-1] if record else _unpad(buffers, bounds)
-    return Run(schedule, bounds, _outputs(schedule, full, bounds), states,
-               np.stack(all_holds) if record else None)
+        states.append(_unpad(buffers, bounds))
+        all_holds.append(holds.copy())
+    return Run(schedule, bounds, _outputs(schedule, states[-1], bounds), states, np.stack(all_holds))
 
 
 def expected(schedule: Schedule, inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -118,7 +119,7 @@ def expected(schedule: Schedule, inputs: list[np.ndarray]) -> list[np.ndarray]:
     return spec(schedule.collective).reference(arrays)
 
 
-def bytes_sent_per_rank(schedule: Schedule, nbytes: int) -> np.ndarray:
+def bytes_sent_per_rank(schedule: Schedule, nbytes: int | float) -> np.ndarray:
     """Bytes each rank sends when the full buffer is ``nbytes`` (chunks cut as np.array_split would)."""
     sizes = np.diff(chunk_bounds(int(nbytes), schedule.n_chunks))
     sent = np.zeros(schedule.n_ranks)

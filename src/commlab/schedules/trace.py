@@ -6,8 +6,8 @@ peer, a missing reduce, a missing or an unexpected message.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from commlab.errors import CommlabError
 from commlab.schedules.model import Schedule, Transfer, steps_from

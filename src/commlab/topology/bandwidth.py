@@ -64,7 +64,8 @@ def through_nvswitch(topo: Topology) -> bool:
     generation = nvlink_generation(topo.gpus[0].name) if n else None
     if n < 3 or not all(counts) or generation is None:
         return False
-    return min(counts) * (n - 1) > link(generation).links_per_gpu
+    per_gpu = link(generation).links_per_gpu
+    return per_gpu is not None and min(counts) * (n - 1) > per_gpu
 
 
 def hop_bandwidth(topo: Topology, i: int, j: int) -> HopBandwidth:
@@ -78,18 +79,19 @@ def hop_bandwidth(topo: Topology, i: int, j: int) -> HopBandwidth:
 
 def _nvlink_hop(relation: str, count: int, name: str | None) -> HopBandwidth:
     generation = nvlink_generation(name)
-    if generation is None:
+    nvlink = link(generation) if generation is not None else None
+    if nvlink is None or nvlink.per_link_bidir_GBps is None:
         return HopBandwidth(relation, None, f"{relation}: NVLink generation unknown for {name or 'an unnamed GPU'}")
-    nvlink = link(generation)
     per_link = nvlink.per_link_bidir_GBps / 2
     return HopBandwidth(relation, count * per_link,
                         f"{relation}: {count} x {nvlink.title} link at {per_link:g} GB/s per direction")
 
 
 def _pcie_hop(relation: str, topo: Topology, i: int, j: int) -> HopBandwidth:
-    gens = [g.pcie_gen_max or g.pcie_gen_current for g in (topo.gpus[i], topo.gpus[j])]
-    widths = [g.pcie_width_max for g in (topo.gpus[i], topo.gpus[j]) if g.pcie_width_max]
-    if not all(gen in (3, 4, 5, 6) for gen in gens):
+    pair = (topo.gpus[i], topo.gpus[j])
+    gens = [gen for g in pair if (gen := g.pcie_gen_max or g.pcie_gen_current) in (3, 4, 5, 6)]
+    widths = [g.pcie_width_max for g in pair if g.pcie_width_max]
+    if len(gens) < len(pair):
         return HopBandwidth(relation, None, f"{relation}: PCIe generation unknown")
     slot = link(f"pcie{min(gens)}")
     lanes = min(widths + [16])

@@ -115,7 +115,7 @@ class Topology:
                 raise CommlabError(f"NIC {nic.label} has {len(nic.relations)} relations for {n} GPUs")
 
     @classmethod
-    def unavailable(cls, reason: str, source: str = "pynvml") -> "Topology":
+    def unavailable(cls, reason: str, source: str = "pynvml") -> Topology:
         """An empty topology that says why it is empty."""
         return cls(source=source, reason=reason)
 

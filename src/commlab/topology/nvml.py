@@ -95,7 +95,7 @@ def _shutdown(nvml) -> None:
     try:
         nvml.nvmlShutdown()
     except nvml.NVMLError:
-        pass
+        pass  # the readings are taken; a failed shutdown changes none of them
 
 
 def _read_machine(nvml) -> Topology:
@@ -219,7 +219,8 @@ def _matrix(nvml, handles, direct, switch) -> tuple[tuple[tuple[str, ...], ...],
             level = None if i == j or links else _optional(
                 nvml, "nvmlDeviceGetTopologyCommonAncestor", handles[i], handles[j])
             unknown += int(i < j and not links and level not in levels)
-            row.append("X" if i == j else f"NV{links}" if links else levels.get(level, "SYS"))
+            label = "SYS" if level is None else levels.get(level, "SYS")      # None: not asked, or NVML did not say
+            row.append("X" if i == j else f"NV{links}" if links else label)
         rows.append(tuple(row))
     return tuple(rows), unknown
 
@@ -232,5 +233,5 @@ def _p2p(nvml, handles) -> tuple[tuple[str, ...], ...] | None:
               for j, b in enumerate(handles)] for i, a in enumerate(handles)]
     if all(code is None for row in codes for code in row):
         return None
-    return tuple(tuple("X" if i == j else statuses.get(code, "U") for j, code in enumerate(row))
-                 for i, row in enumerate(codes))
+    return tuple(tuple("X" if i == j else "U" if code is None else statuses.get(code, "U")
+                       for j, code in enumerate(row)) for i, row in enumerate(codes))

@@ -72,7 +72,10 @@ def _parse_header(raw: str) -> _Header:
         extras = tuple((f, k) for k, f in enumerate(fields) if " " in f)
         return _check_labels(_Header(labels, extras))
     line = raw.expandtabs(8)
-    start = re.search(r"(?<!\S)GPU\d+(?!\S)", line).start()
+    gpu = re.search(r"(?<!\S)GPU\d+(?!\S)", line)
+    if gpu is None:
+        raise CommlabError(f"expected {_EXPECTED}; found no GPU column in the header {raw!r}")
+    start = gpu.start()
     found = sorted((line.find(name, start), name) for name in _EXTRA_NAMES if line.find(name, start) >= 0)
     stop = found[0][0] if found else len(line)
     labels = tuple(tok for tok in line[start:stop].split() if tok not in _ELIDED)

@@ -58,9 +58,9 @@ def _ring(order, slowest: HopBandwidth | None, bw_GBps: float | None) -> str:
 
 
 def _switch(topo: Topology) -> str:
-    if not through_nvswitch(topo):
+    generation = nvlink_generation(topo.gpus[0].name) if topo.n_gpus else None
+    if not through_nvswitch(topo) or generation is None:
         return ""
-    generation = nvlink_generation(topo.gpus[0].name)
     count, peers = nvlink_count(topo.relation(0, 1)), topo.n_gpus - 1
     text = (f"Every pair shows {topo.relation(0, 1)}: direct links to {peers} peers would need {count * peers}, "
             f"but a GPU has {link(generation).links_per_gpu}. The links go through NVSwitches, so any ring order "

@@ -48,10 +48,12 @@ class ScheduleAnimation:
 
     @classmethod
     def from_trace(cls, trace: Iterable[Transfer], n_ranks: int, collective: str = "all_reduce",
-                   algorithm: str | None = None, dpi: float = LIVE_DPI) -> "ScheduleAnimation":
+                   algorithm: str | None = None, dpi: float = LIVE_DPI) -> ScheduleAnimation:
         """Play a recorded trace (Transfers from the reader's own code), marking where it departs from the
         reference schedule (``algorithm``, by default the ring for ``collective``) in the caption and in red."""
         played = trace_playback(trace, n_ranks, collective, algorithm)
+        if played.reference is None:
+            raise RuntimeError("trace_playback gave a trace without its reference schedule")
         check_choice("reference algorithm", played.reference.algorithm, cls.algorithms)
         anim = cls.__new__(cls)
         anim._start(played, dpi)
@@ -118,7 +120,7 @@ class ScheduleAnimation:
         return self._scene.arrows_shown()
 
     # --- controls ----------------------------------------------------------------------------------------
-    def set_step(self, k: int) -> "ScheduleAnimation":
+    def set_step(self, k: int) -> ScheduleAnimation:
         """Show frame ``k`` (0..n_steps); returns self so calls chain."""
         k = self.playback.check_frame(k)
         if k != self._step:
@@ -132,7 +134,7 @@ class ScheduleAnimation:
             self._step = k
         return self
 
-    def set_n_ranks(self, n_ranks: int) -> "ScheduleAnimation":
+    def set_n_ranks(self, n_ranks: int) -> ScheduleAnimation:
         """Rebuild for ``n_ranks`` ranks (2 to 16), back at step 0."""
         if self.is_trace:
             raise CommlabError(f"a trace was recorded on {self.n_ranks} ranks; record a new one to change N "
@@ -141,7 +143,7 @@ class ScheduleAnimation:
             self._load(playback(self.algorithm, n_ranks))
         return self
 
-    def set_algorithm(self, algorithm: str) -> "ScheduleAnimation":
+    def set_algorithm(self, algorithm: str) -> ScheduleAnimation:
         """Rebuild for ``algorithm`` (one of ``self.algorithms``), back at step 0."""
         check_choice("algorithm", algorithm, self.algorithms)
         if self.is_trace:

@@ -1,7 +1,7 @@
 """Bandwidth against message size, log-log: measured runs, the link's roof, an alpha-beta model (chapter 08).
 
-nccl-tests reports algbw = S/t and busbw = algbw * F(N) (nccl-tests' doc/PERFORMANCE.md); busbw is what to hold against the
-link's one-way bandwidth, drawn as a horizontal roof. A run is (label, rows), each row a
+nccl-tests reports algbw = S/t and busbw = algbw * F(N) (nccl-tests' doc/PERFORMANCE.md); busbw is what to hold
+against the link's one-way bandwidth, drawn as a horizontal roof. A run is (label, rows), each row a
 :class:`commlab.nccl.Row` (its out-of-place measurement is used) or a (size_bytes, GB/s) pair. The model
 curve is computed by the caller (commlab.cost); only for algbw, with a fitted AlphaBeta and no curve given,
 it is asked of commlab.cost here (algbw = S / (alpha + beta S)).

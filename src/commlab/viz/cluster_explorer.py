@@ -62,9 +62,9 @@ def cluster_figure(preset: str = "dgx-h100-ndr", nodes: int = 64, op: str = "all
     result = cluster_cost(op, [nbytes], preset, nodes)
     chosen = result[algo]
     if chosen.available:
-        level = chosen.bottleneck_levels()[0]
-        note = (f"{algo}, {size_label(nbytes)}: {format_time(float(chosen.time_s[0]))}; bottleneck "
-                f"{chosen.bottleneck[0]}")
+        level = chosen.ran_bottleneck[0].split(":", 1)[0]
+        note = (f"{algo}, {size_label(nbytes)}: {format_time(float(chosen.ran_time_s[0]))}; bottleneck "
+                f"{chosen.ran_bottleneck[0]}")
     else:
         level, note = None, f"{algo} cannot run here: {chosen.why}"
     with use_book_style():

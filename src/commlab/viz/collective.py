@@ -191,7 +191,9 @@ def _panel(ax, picture: Picture, rows, after: bool, n_cols: int, fits: bool) -> 
     ax.set_xlim(0, n_cols)
     ax.set_ylim(picture.n_ranks, 0)
     colours = rank_colors(picture.n_ranks)
-    plain, greyed, strips = ([], []), [], ([], [])
+    plain: tuple[list, list] = ([], [])
+    greyed: list = []
+    strips: tuple[list, list] = ([], [])
     for rank, values in enumerate(rows):
         _rank_label(ax, rank, colours[rank])
         if not (picture.defined(rank) if after else picture.read(rank)):

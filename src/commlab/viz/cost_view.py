@@ -112,7 +112,7 @@ def size_label(nbytes: float) -> str:
     return format_nbytes(nbytes, binary=whole and (int(nbytes) & (int(nbytes) - 1)) == 0)
 
 
-def cost_explorer(n_ranks: int = 8, alpha_s: float = 5e-6, bw_Bps: float = 50e9, nbytes: int = 64 * MiB):
+def cost_explorer(n_ranks: int = 8, alpha_s: float = 5e-6, bw_Bps: float = 50e9, nbytes: float = 64 * MiB):
     """Sliders for N, alpha, bandwidth and size over :func:`cost_figure` (chapter 06's crossover explorer).
 
     The sliders run over round values: alpha 0.1 us to 100 us and bandwidth 1 GB/s to 1 TB/s in 1-2-5 steps,

@@ -100,9 +100,9 @@ def to_html(anim, interval_ms: int = 900, dpi: float | None = None) -> str:
     ``dpi``: pixels per inch of the frames (default :data:`STATIC_DPI`, or the animation's dpi if higher)."""
     import matplotlib
 
-    with matplotlib.rc_context({"animation.embed_limit": EMBED_LIMIT_MB, "savefig.dpi": _static_dpi(anim, dpi)}):
-        with _Player(anim, interval_ms) as player:
-            return offline_player(player.to_jshtml(default_mode="loop"))
+    with (matplotlib.rc_context({"animation.embed_limit": EMBED_LIMIT_MB, "savefig.dpi": _static_dpi(anim, dpi)}),
+          _Player(anim, interval_ms) as player):
+        return offline_player(player.to_jshtml(default_mode="loop"))
 
 
 def save_gif(anim, path: str | os.PathLike, interval_ms: int = 900, dpi: float | None = None) -> Path:
@@ -115,7 +115,10 @@ def save_gif(anim, path: str | os.PathLike, interval_ms: int = 900, dpi: float |
     if path.suffix.lower() != ".gif":
         raise CommlabError(f"save_gif writes a .gif file, got {str(path)!r}")
     with _Player(anim, interval_ms) as player:
-        player.save(path, writer=PillowWriter(fps=1000 / interval_ms), dpi=_static_dpi(anim, dpi))
+        # matplotlib's stub says fps: int, but PillowWriter only computes each frame's duration as 1000 / fps:
+        # a float keeps interval_ms exact (900 ms, not the 1000 ms of fps=1)
+        writer = PillowWriter(fps=1000 / interval_ms)  # type: ignore[arg-type]
+        player.save(path, writer=writer, dpi=_static_dpi(anim, dpi))
     return path
 
 

@@ -96,7 +96,8 @@ def plot_fabric(n_nodes: int = 4, gpus_per_node: int = 4, spines: int = 2, rail_
         ax.set_xlim(left - 0.3, right + 0.3)
         ax.set_ylim(_Y_GPU - 1.35, _Y_SPINE + 0.6)
         ax.axis("off")
-        wiring = "rail-optimised: NIC i of every node to leaf i" if rail_optimised else "one leaf per node (top of rack)"
+        wiring = ("rail-optimised: NIC i of every node to leaf i" if rail_optimised
+                  else "one leaf per node (top of rack)")
         fig.suptitle(f"{n_nodes} nodes x {gpus_per_node} GPUs, {len(leaf_names)} leaves, {spines} spines; {wiring}",
                      fontsize=11, y=0.99)
         if caption:

@@ -98,22 +98,22 @@ class Playback:
 
     def departure_words(self, k: int) -> str:
         """For a trace: at the departure frame what was expected and what came, later a reminder; else ""."""
-        d = self.departure
-        if d is None or k < self.departure_frame:
+        d, reference, frame = self.departure, self.reference, self.departure_frame
+        if d is None or reference is None or frame is None or k < frame:
             return ""
-        if k > self.departure_frame:
-            return f"(this trace departed from {self.reference.algorithm} at step {d.step + 1})"
+        if k > frame:
+            return f"(this trace departed from {reference.algorithm} at step {d.step + 1})"
         expected = schedules.describe_transfer(d.expected) if d.expected else "nothing"
         got = schedules.describe_transfer(d.got) if d.got else "nothing"
         where = "here" if d.step < self.n_steps else f"after its last step, at step {d.step + 1}"
-        return f"DEPARTS from {self.reference.algorithm} {where} ({d.kind}): expected {expected}; got {got}"
+        return f"DEPARTS from {reference.algorithm} {where} ({d.kind}): expected {expected}; got {got}"
 
 
 def playback(algorithm: str, n_ranks: int) -> Playback:
     """The reference schedule of ``algorithm`` on ``n_ranks`` ranks (2 to 16), run for its holds."""
     n = check_n_ranks(n_ranks, MIN_RANKS, MAX_RANKS)
     schedule = schedules.build(schedules.check_algorithm(algorithm), n)
-    return Playback(schedule, schedules.run(schedule, _inputs(schedule)).holds)
+    return Playback(schedule, _holds(schedule))
 
 
 def trace_playback(trace: Iterable[Transfer], n_ranks: int, collective: str = "all_reduce",
@@ -129,4 +129,12 @@ def trace_playback(trace: Iterable[Transfer], n_ranks: int, collective: str = "a
     transfers = [t if isinstance(t, Transfer) else Transfer(*t) for t in trace]
     departure = schedules.compare_trace(reference, transfers)  # raises for ranks outside 0..n-1
     played = Schedule("trace", reference.collective, n, reference.n_chunks, schedules.steps_from(transfers))
-    return Playback(played, schedules.run(played, _inputs(played)).holds, reference, departure)
+    return Playback(played, _holds(played), reference, departure)
+
+
+def _holds(schedule: Schedule) -> np.ndarray:
+    """What every rank holds after each step of ``schedule`` (:func:`commlab.schedules.run`, recording)."""
+    holds = schedules.run(schedule, _inputs(schedule), record=True).holds
+    if holds is None:
+        raise RuntimeError(f"schedules.run recorded no holds for {schedule.algorithm}")
+    return holds

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -20,6 +21,11 @@ from commlab.errors import CommlabError
 from commlab.units import format_nbytes
 from commlab.viz.render import new_figure
 from commlab.viz.style import INK, MUTED, ink_on, use_book_style
+
+if TYPE_CHECKING:  # the type only: viz draws what it is given and imports no model
+    from matplotlib.artist import Artist
+
+    from commlab.cost import Prediction
 
 #: Colour of each (algorithm/protocol) pair: ColorBrewer Blues, Oranges and Greens (Brewer, 2002), light to dark.
 PAIR_COLORS = MappingProxyType({
@@ -65,7 +71,7 @@ def _band(ax, y: float, prediction) -> set[str]:
     return used
 
 
-def plot_nccl_picks(bands: Sequence[tuple[str, object]], *, marks: Sequence[tuple[int, float, str]] = (),
+def plot_nccl_picks(bands: Sequence[tuple[str, Prediction]], *, marks: Sequence[tuple[int, float, str]] = (),
                     title: str = "") -> Figure:
     """One band per (label, Prediction), top to bottom; ``marks`` are (band index, nbytes, label) diamonds."""
     if not bands:
@@ -93,7 +99,7 @@ def plot_nccl_picks(bands: Sequence[tuple[str, object]], *, marks: Sequence[tupl
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: format_nbytes(x, binary=True)))
         ax.set_xlabel("all-reduce size")
         ax.grid(axis="y", visible=False)
-        handles = [Patch(color=PAIR_COLORS.get(p, OTHER), label=p) for p in PAIR_COLORS if p in used]
+        handles: list[Artist] = [Patch(color=PAIR_COLORS.get(p, OTHER), label=p) for p in PAIR_COLORS if p in used]
         handles += [Patch(color=OTHER, label=p) for p in sorted(used - set(PAIR_COLORS))]
         handles += ax.get_legend_handles_labels()[0]
         fig.legend(handles=handles, loc="outside lower center", ncols=4, fontsize=10)

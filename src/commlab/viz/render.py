@@ -7,6 +7,7 @@ and in the ipywidgets views (which show the PNG bytes in an ``ipywidgets.Image``
 from __future__ import annotations
 
 import io
+from typing import Literal, cast
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -14,7 +15,8 @@ from matplotlib.figure import Figure
 from commlab.viz.style import book_rc
 
 
-def new_figure(width_in: float, height_in: float, dpi: float = 100, layout: str | None = None) -> Figure:
+def new_figure(width_in: float, height_in: float, dpi: float = 100,
+               layout: Literal["constrained", "compressed", "tight"] | None = None) -> Figure:
     """An empty figure of ``width_in`` x ``height_in`` inches, in the book's style, with an Agg canvas.
 
     ``layout`` is matplotlib's layout engine ("constrained" for plots with outside legends, None for scenes).
@@ -48,11 +50,15 @@ class Blitter:
 
     def __init__(self, fig: Figure, dynamic: list) -> None:
         self.fig, self.dynamic = fig, dynamic
-        self._background = None
-        self._key = None
+        self._background: object = None
+        self._key: tuple[float, tuple[float, ...]] | None = None
+
+    @property
+    def _canvas(self) -> FigureCanvasAgg:
+        return cast(FigureCanvasAgg, self.fig.canvas)    # new_figure gives every figure an Agg canvas
 
     def _capture(self) -> None:
-        canvas = self.fig.canvas
+        canvas = self._canvas
         for artist in self.dynamic:
             artist.set_animated(True)
         canvas.draw()
@@ -67,7 +73,7 @@ class Blitter:
 
         if self._background is None or self._key != (self.fig.dpi, tuple(self.fig.get_size_inches())):
             self._capture()
-        canvas = self.fig.canvas
+        canvas = self._canvas
         renderer = canvas.get_renderer()
         canvas.restore_region(self._background)
         for artist in self.dynamic:

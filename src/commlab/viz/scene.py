@@ -151,8 +151,10 @@ class Scene:
             centres = self.layout.centres[p]
             verts = np.concatenate([_cell_verts(c, w, h, self.n_ranks, n_cols) for c in centres])
             edge_pt = 0.6 if self.n_ranks * n_cols <= 64 else 0.25   # thinner white grid for 16 x 16 cells
-            cells.append(ax.add_collection(PolyCollection(verts, facecolors=EMPTY, edgecolors="white",
-                                                          linewidths=edge_pt, zorder=2)))
+            # an (n, 4, 2) array takes PolyCollection's fast path; matplotlib's stub asks for a Sequence
+            grid = PolyCollection(verts, facecolors=EMPTY, edgecolors="white",  # type: ignore[arg-type]
+                                  linewidths=edge_pt, zorder=2)
+            cells.append(ax.add_collection(grid))
             outlines.append([ax.add_patch(Rectangle((x - w / 2, y - h / 2), w, h, fill=False, edgecolor=INK,
                                                     linewidth=1.0, zorder=4, gid=f"rank-{rank}"))
                              for rank, (x, y) in enumerate(centres)])

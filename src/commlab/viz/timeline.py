@@ -134,7 +134,7 @@ def plot_timeline(streams, exposed: Sequence[tuple[float, float]] = (), title: s
         fig = new_figure(9.0, 1.2 + 0.7 * len(streams) + (KEY_IN if exposed else 0.0), layout="constrained")
         ax = fig.add_subplot()
         n = len(streams)
-        for i, (name, intervals) in enumerate(streams):
+        for i, (_name, intervals) in enumerate(streams):
             _draw_stream(ax, n - 1 - i, intervals, STREAM_COLORS[i % len(STREAM_COLORS)], AXIS_PT, t_span_s)
         _draw_exposed(fig, ax, exposed, t_span_s)
         ax.set_yticks(range(n), [name for name, _ in reversed(streams)])

@@ -18,7 +18,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
+from typing import cast
 
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
@@ -70,9 +72,9 @@ def relation_order(cells: set[str]) -> list[tuple[str, str]]:
     >>> [name for name, _ in relation_order({"SYS", "NV4", "X", "NV18", "PIX"})]
     ['X', 'NV18', 'NV4', 'PIX', 'SYS']
     """
-    nvlinks = sorted((c for c in cells if _NV_RE.match(c)), key=lambda c: -int(_NV_RE.match(c).group(1)))
+    links = {c: int(m.group(1)) for c in cells if (m := _NV_RE.match(c))}
     order = [("X", "the device itself")] if "X" in cells else []
-    order += [(c, _nvlink_meaning(int(_NV_RE.match(c).group(1)))) for c in nvlinks]
+    order += [(c, _nvlink_meaning(links[c])) for c in sorted(links, key=lambda c: -links[c])]
     order += [(name, meaning) for name, meaning in PATH_RELATIONS if name in cells]
     return order
 
@@ -104,7 +106,8 @@ def relation_color(relation: str) -> tuple[float, float, float, float]:
         position = _PATH_POSITION[name]
     else:
         raise CommlabError(f"unknown topology relation {relation!r}; expected one of: {_ACCEPTED}")
-    return tuple(float(v) for v in matplotlib.colormaps["cividis"](position))
+    r, g, b, a = matplotlib.colormaps["cividis"](position)
+    return float(r), float(g), float(b), float(a)
 
 
 def _unpack(matrix, labels, title: str):
@@ -154,7 +157,7 @@ def plot_topology(matrix, labels: Sequence[str] | None = None, title: str = "") 
 
 def _fit(fig: Figure, ax, legend, matrix_in: float) -> None:
     """Size the figure to the matrix, its labels and title (measured), and the legend below, all in inches."""
-    renderer = fig.canvas.get_renderer()
+    renderer = cast(FigureCanvasAgg, fig.canvas).get_renderer()     # new_figure's Agg canvas
     fig.set_size_inches(matrix_in + 4.0, matrix_in + 4.0)
     ax.set_position((2.0 / fig.get_figwidth(), 2.0 / fig.get_figheight(),
                      matrix_in / fig.get_figwidth(), matrix_in / fig.get_figheight()))

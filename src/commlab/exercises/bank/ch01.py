@@ -4,7 +4,8 @@ from __future__ import annotations
 import itertools
 
 from commlab import hardware, units
-from commlab.exercises.bank.common import draw_round, duration, num, pick, rate, size, used_bidirectional
+from commlab.exercises.bank.common import (draw_round, duration, num, nvlink_figures, pick, rate, size,
+                                           used_bidirectional)
 from commlab.exercises.model import Exercise, Mistake, Worked
 
 _FAST = ("nvlink3", "nvlink4", "nvlink5")
@@ -86,7 +87,7 @@ def _mesh_links(rng) -> Worked:
 
 def _nvlink_per_gpu(rng) -> Worked:
     link = hardware.link(pick(rng, ("nvlink2", "nvlink3", "nvlink4", "nvlink5")))
-    per_link, n_links = link.per_link_bidir_GBps, link.links_per_gpu
+    per_link, n_links = nvlink_figures(link)
     question = (f"{link.title} gives each GPU {n_links} links of {num(per_link)} GB/s each, counting both "
                 f"directions. What is a GPU's total NVLink bandwidth in one direction, in GB/s?")
     solution = (f"Total, both directions: {n_links} x {num(per_link)} = {num(link.bidir_GBps)} GB/s. One "

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from commlab import cost, hardware, units
-from commlab.exercises.bank.common import duration, num, pick, rate, ratio_mistake, size
+from commlab.exercises.bank.common import duration, lane_figures, num, pick, rate, ratio_mistake, size
 from commlab.exercises.model import Exercise, Mistake, Worked
 
 _NETWORKS = ("ib-hdr", "ib-ndr", "ib-xdr", "roce-100", "roce-200", "roce-400", "eth-25-tcp", "eth-100-tcp")
@@ -28,11 +28,12 @@ def _gbit_to_gbyte(rng) -> Worked:
 
 def _ib_port(rng) -> Worked:
     link = hardware.link(pick(rng, ("ib-hdr", "ib-ndr", "ib-xdr")))
-    question = (f"{link.title}: a 4x port has {link.lanes} lanes of {num(link.lane_Gbps)} Gb/s each. What is "
+    lane_Gbps, lanes = lane_figures(link)
+    question = (f"{link.title}: a 4x port has {lanes} lanes of {num(lane_Gbps)} Gb/s each. What is "
                 f"the port's bandwidth in one direction, in GB/s?")
-    solution = (f"{link.lanes} x {num(link.lane_Gbps)} Gb/s = {num(link.lanes * link.lane_Gbps)} Gb/s; divided by "
+    solution = (f"{lanes} x {num(lane_Gbps)} Gb/s = {num(lanes * lane_Gbps)} Gb/s; divided by "
                 f"8 bits per byte: {num(link.unidir_GBps)} GB/s per direction.")
-    mistakes = (Mistake(1 / link.lanes, "one lane instead of the port", f"a 4x port bonds {link.lanes} lanes"),)
+    mistakes = (Mistake(1 / lanes, "one lane instead of the port", f"a 4x port bonds {lanes} lanes"),)
     return Worked(question, link.unidir_GBps, solution, mistakes, params={"link": link.name})
 
 

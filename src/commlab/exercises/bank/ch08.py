@@ -3,6 +3,7 @@ link, and what a fitted regime of a real curve says."""
 from __future__ import annotations
 
 from commlab import collectives, cost, hardware, units
+from commlab.errors import CommlabError
 from commlab.exercises.bank.common import draw_ranks, draw_round, duration, num, pick, rate, size
 from commlab.exercises.model import Exercise, Mistake, Worked
 
@@ -111,14 +112,17 @@ def _debug_log(rng) -> Worked:
                     ) if slow[0] > 0 else ()
         return Worked(question, float(slow[0]), solution, mistakes, n_ranks=log.n_ranks,
                       params={"log": path.name, "kind": "slow hop"})
+    n = log.n_channels
+    if n is None:
+        raise CommlabError(f"{path.name}: the log does not say how many channels NCCL set up")
     question = (f"These lines come from a real NCCL_DEBUG=INFO log ({path.name}):<pre>{excerpt}</pre>"
                 "How many channels (for collectives) did NCCL set up?")
-    solution = (f"{log.n_channels}: NCCL numbers channels from 00 and prints either 'Channel 00/{log.n_channels:02d}' "
-                f"(index/count) or a line '{log.n_channels} coll channels'. More channels spread the traffic over "
+    solution = (f"{n}: NCCL numbers channels from 00 and prints either 'Channel 00/{n:02d}' "
+                f"(index/count) or a line '{n} coll channels'. More channels spread the traffic over "
                 "more SMs and links.")
-    mistakes = (Mistake((log.n_channels - 1) / log.n_channels, "gave the last channel index",
-                        "channels are numbered from 00"),) if log.n_channels > 1 else ()
-    return Worked(question, float(log.n_channels), solution, mistakes, n_ranks=log.n_ranks,
+    mistakes = (Mistake((n - 1) / n, "gave the last channel index",
+                        "channels are numbered from 00"),) if n > 1 else ()
+    return Worked(question, float(n), solution, mistakes, n_ranks=log.n_ranks,
                   params={"log": path.name, "kind": "channels"})
 
 
@@ -136,11 +140,11 @@ def _nvls_busbw(rng) -> Worked:
     question = (f"An NVLS all-reduce on {n} {gpu} ({rate(link.unidir_Bps)} per GPU, one way): the NVSwitch adds the "
                 f"data, so each GPU sends its S bytes once and receives the sum once, both at {num(100 * share)}% of "
                 "that rate. What busbw (GB/s) does nccl-tests print?")
-    solution = (f"One call takes t = S / ({num(share)} x {num(link.unidir_GBps)} GB/s), so algbw = S/t = {num(algbw)} GB/s. "
-                f"nccl-tests multiplies every all-reduce by the ring's factor 2(N-1)/N = {num(factor)}: busbw = "
-                f"{num(busbw)} GB/s, {'above' if busbw > link.unidir_GBps else 'below'} the link's "
-                f"{num(link.unidir_GBps)}. The switch did the adding a ring does on the GPUs (chapter 8, why NVLS "
-                "passes the link).")
+    solution = (f"One call takes t = S / ({num(share)} x {num(link.unidir_GBps)} GB/s), so algbw = S/t = "
+                f"{num(algbw)} GB/s. nccl-tests multiplies every all-reduce by the ring's factor 2(N-1)/N = "
+                f"{num(factor)}: busbw = {num(busbw)} GB/s, {'above' if busbw > link.unidir_GBps else 'below'} "
+                f"the link's {num(link.unidir_GBps)}. The switch did the adding a ring does on the GPUs (chapter 8, "
+                "why NVLS passes the link).")
     mistakes = (Mistake(1 / factor, "factor F(N) left out", "nccl-tests' busbw is algbw x 2(N-1)/N for every "
                         "all-reduce, NVLS included"),
                 Mistake(link.unidir_GBps / busbw, "capped at the link", "a ring's busbw is at most the link; NVLS "

@@ -146,8 +146,9 @@ def _ep_all_to_all(rng) -> Worked:
     solution = (f"Each all-to-all moves the routed tokens: b x s x k x h x 2 B = {size(tokens)}; with E = {ep} the "
                 f"expert-parallel group size, a GPU keeps 1/E and sends (E-1)/E of it: "
                 f"{size((ep - 1) / ep * tokens)}. Dispatch + combine: {size(sent)}.")
-    mistakes = (Mistake(0.5, "dispatch only", "the outputs come back in a second all-to-all (combine)"),
-                Mistake(ep / (ep - 1), "own share counted", f"1/{ep} of the tokens stay on the GPU"))
+    mistakes: tuple[Mistake, ...] = (
+        Mistake(0.5, "dispatch only", "the outputs come back in a second all-to-all (combine)"),
+        Mistake(ep / (ep - 1), "own share counted", f"1/{ep} of the tokens stay on the GPU"))
     if b > 1:
         mistakes += (Mistake(1 / b, "micro-batch left out", f"each GPU routes all {b} sequences of its micro-batch"),)
     return Worked(question, sent / units.MB, solution, mistakes, n_ranks=ep, params={"ep": ep, "b": b})

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from commlab import collectives, cost, hardware, parallelism, units
-from commlab.exercises.bank.common import draw_round, duration, num, pick, rate, ratio_mistake, size
+from commlab.exercises.bank.common import draw_round, duration, num, nvlink_figures, pick, rate, ratio_mistake, size
 from commlab.exercises.model import Exercise, Mistake, Worked
 from commlab.parallelism import ModelConfig, ParallelConfig
 from commlab.topology.model import Gpu, Topology, nvlink_count
@@ -26,21 +26,22 @@ def _matrix(rng, n_gpus: int, links_per_gpu: int) -> tuple[tuple[str, ...], ...]
 def _topo_bandwidth(rng) -> Worked:
     link_name, gpu = pick(rng, _GPUS)
     link = hardware.link(link_name)
+    per_link, links_per_gpu = nvlink_figures(link)
     n_gpus = 4
-    matrix = _matrix(rng, n_gpus, link.links_per_gpu)
+    matrix = _matrix(rng, n_gpus, links_per_gpu)
     pairs = [(a, b) for a in range(n_gpus) for b in range(a + 1, n_gpus) if nvlink_count(matrix[a][b])]
     a, b = pick(rng, pairs)
     n_links = nvlink_count(matrix[a][b])
-    bw_GBps = n_links * link.per_link_bidir_GBps / 2
+    bw_GBps = n_links * per_link / 2
     text = format_matrix(Topology(gpus=tuple(Gpu(i) for i in range(n_gpus)), matrix=matrix, source="exercise"))
     indented = "\n".join("    " + line for line in text.splitlines())
     question = (f"`nvidia-smi topo -m` on a machine with {gpu} GPUs ({link.title}: "
-                f"{num(link.per_link_bidir_GBps)} GB/s per link, both directions added) prints:\n\n{indented}\n\n"
+                f"{num(per_link)} GB/s per link, both directions added) prints:\n\n{indented}\n\n"
                 "What bandwidth, one direction, in GB/s, "
                 f"joins GPU{a} and GPU{b}?")
     plural = "NVLink" if n_links == 1 else "NVLinks"
     solution = (f"GPU{a}-GPU{b} reads {matrix[a][b]}: {n_links} bonded {plural}. {n_links} x "
-                f"{num(link.per_link_bidir_GBps)} GB/s = {num(2 * bw_GBps)} GB/s both ways, {num(bw_GBps)} GB/s one "
+                f"{num(per_link)} GB/s = {num(2 * bw_GBps)} GB/s both ways, {num(bw_GBps)} GB/s one "
                 "way. PHB and SYS pairs go over PCIe (and the CPU): keep a TP group on NV-connected GPUs.")
     mistakes = (Mistake(2.0, "gave both directions", "per-link figures add both directions; halve for one"),)
     return Worked(question, bw_GBps, solution, mistakes, params={"cell": matrix[a][b], "link": link.name})

@@ -4,7 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from commlab import units
+from commlab.errors import CommlabError
 from commlab.exercises.model import Mistake
+from commlab.hardware import Link
 
 
 def pick(rng: np.random.Generator, choices):
@@ -60,3 +62,17 @@ def used_bidirectional(what: str = "bandwidth") -> Mistake:
 def ratio_mistake(wrong: float, right: float, name: str, explain: str) -> Mistake:
     """A mistake whose factor is the wrong formula's value over the right one, both computed by commlab."""
     return Mistake(float(wrong) / float(right), name, explain)
+
+
+def nvlink_figures(link: Link) -> tuple[float, int]:
+    """(per_link_bidir_GBps, links_per_gpu) of an NVLink generation; CommlabError for a link without them."""
+    if link.per_link_bidir_GBps is None or link.links_per_gpu is None:
+        raise CommlabError(f"{link.name} is not an NVLink generation: it has no per-link figures")
+    return link.per_link_bidir_GBps, link.links_per_gpu
+
+
+def lane_figures(link: Link) -> tuple[float, int]:
+    """(lane_Gbps, lanes) of a network port or a PCIe slot; CommlabError for a link without them."""
+    if link.lane_Gbps is None or link.lanes is None:
+        raise CommlabError(f"{link.name} has no lane figures (lane_Gbps, lanes)")
+    return link.lane_Gbps, link.lanes

@@ -33,14 +33,14 @@ def _all_gather(steps, chunk, tracer):
 def reduce_scatter_of(steps):
     """The reduce-scatter ``(x, tracer) -> this rank's chunk of the sum`` made of the phase ``steps``."""
     wrapped = functools.partial(_reduce_scatter, steps)
-    wrapped.__name__ = "ring_reduce_scatter"
+    wrapped.__name__ = "ring_reduce_scatter"  # type: ignore[attr-defined]  # a partial takes attributes
     return wrapped
 
 
 def all_gather_of(steps):
     """The all-gather ``(chunk, tracer) -> the whole buffer`` made of the phase ``steps``."""
     wrapped = functools.partial(_all_gather, steps)
-    wrapped.__name__ = "ring_all_gather"
+    wrapped.__name__ = "ring_all_gather"  # type: ignore[attr-defined]  # a partial takes attributes
     return wrapped
 
 

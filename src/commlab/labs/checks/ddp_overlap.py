@@ -107,7 +107,9 @@ def torch_buckets(model, bucket_cap_mb, ready_order=None) -> list[list[int]]:
 def _rule(nbytes: list[int], first: float, cap: float, strict: bool = False, order=None) -> list[list[int]]:
     """Variants of the rule, to name a mistake: ``strict`` closes before the cap would be passed, ``order``
     another order than the reverse of the registration."""
-    buckets, current, size, limit = [], [], 0, first
+    buckets: list[list[int]] = []
+    current: list[int] = []
+    size, limit = 0, first
     for i in (reversed(range(len(nbytes))) if order is None else order):
         if strict and current and size + nbytes[i] > limit:
             buckets.append(current)
@@ -150,9 +152,9 @@ def _compare(got, want, nbytes, name: str, bucket_cap_mb, order=None) -> str:
         return ""
     k = next((k for k, (g, w) in enumerate(zip(got, want)) if g != w), min(len(got), len(want)))
     mine = got[k] if k < len(got) else "nothing"
+    theirs, theirs_nbytes = (want[k], sum(nbytes[i] for i in want[k])) if k < len(want) else ("nothing", 0)
     return (f"{name}, bucket_cap_mb={shown}: {len(got)} bucket(s), DDP makes {len(want)}; bucket {k} is {mine}, "
-            f"DDP's is {want[k] if k < len(want) else 'nothing'} ({sum(nbytes[i] for i in want[k]) if k < len(want) else 0} "
-            f"bytes){_hint(got, want, nbytes, bucket_cap_mb, order)}")
+            f"DDP's is {theirs} ({theirs_nbytes} bytes){_hint(got, want, nbytes, bucket_cap_mb, order)}")
 
 
 def _orders(n_params: int):
@@ -191,7 +193,7 @@ def rebuilt_in_group(rank, n_ranks) -> list[tuple[str, object, list[list[int]]]]
     import torch
     from torch.nn.parallel import DistributedDataParallel as DDP
 
-    found = []
+    found: list[tuple[str, object, list[list[int]]]] = []
     for name, make, caps in CASES:
         x = example_input(name)
         for cap in caps:
@@ -211,7 +213,7 @@ def _live(fn, timeout_s: float) -> Outcome:
     if not outcome.ok:
         return outcome
     models = {name: make() for name, make, _ in CASES}
-    for name, cap, rebuilt in outcome.values[0]:
+    for name, cap, rebuilt in outcome.rank_values[0]:
         nbytes = param_nbytes(models[name])
         order = [i for bucket in rebuilt for i in bucket]       # the order DDP observed
         got, failed = call("ddp_buckets", fn, list(nbytes), cap, order)
@@ -221,7 +223,7 @@ def _live(fn, timeout_s: float) -> Outcome:
                            cap, order)
         if problem:
             return Outcome(problem=problem, backend=outcome.backend)
-    return Outcome(outcome.values, "", outcome.backend, {"rebuilt": outcome.values[0]})
+    return Outcome(outcome.values, "", outcome.backend, {"rebuilt": outcome.rank_values[0]})
 
 
 # --- the model as the simulator's layers --------------------------------------------------------------------

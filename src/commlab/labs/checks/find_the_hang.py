@@ -35,7 +35,7 @@ def _calls(ops: list[str], start: int = 1, retired_last: bool = False) -> list[d
 def unseen_cases() -> list[tuple[str, dict, dict | None]]:
     """(what happened, records, the answer) for faults the notebook never runs."""
     step = ["ar", "ar1", "bc", "ag", "bar"]
-    cases = []
+    cases: list[tuple[str, dict, dict | None]] = []
 
     def same(n: int, ops=step[:3]):
         return {r: _calls(list(ops)) for r in range(n)}

@@ -131,17 +131,17 @@ def classify_run(fn) -> Outcome:
             return failed
         if got != want:
             return Outcome(problem=f"classify_run: a peak of {peak:g} GB/s on a {link:g} GB/s link "
-                                   f"({100 * fraction:g}% of it) is {want!r}, you said {got!r} (healthy from 70 % to 100 % inclusive, "
-                                   "above the link over 100 %, low under 70 %)")
+                                   f"({100 * fraction:g}% of it) is {want!r}, you said {got!r} (healthy from 70 % "
+                                   "to 100 % inclusive, above the link over 100 %, low under 70 %)")
     for key, link_name in RUNS:
         path = nccl.nccl_tests_log(key)
         peak = nccl.summarize(nccl.parse_log(path.read_text())).peak_busbw_GBps
-        want = nccl.verdict(peak, link_name)
+        expected = nccl.verdict(peak, link_name)
         got, failed = call("classify_run", fn, peak, hardware.link(link_name).unidir_GBps)
         if failed:
             return failed
-        if got != want.verdict:
-            return Outcome(problem=f"{path.name}: peak {peak:g} GB/s is {want.percent:.0f}% of {link_name}'s "
-                                   f"{hardware.link(link_name).unidir_GBps:g} GB/s one way: {want.verdict!r}, you "
+        if got != expected.verdict:
+            return Outcome(problem=f"{path.name}: peak {peak:g} GB/s is {expected.percent:.0f}% of {link_name}'s "
+                                   f"{hardware.link(link_name).unidir_GBps:g} GB/s one way: {expected.verdict!r}, you "
                                    f"said {got!r}")
     return Outcome()

@@ -119,7 +119,7 @@ def record_trace(fn, n_ranks: int = 4, length: int = 8, timeout_s: float = 30.0)
     """The trace of one run of ``fn`` on ``n_ranks`` gloo ranks (``details["trace"]``), for the animation."""
     outcome = run_checked(trace_in_group, n_ranks, fn, length, what=f"{fn.__name__} on {n_ranks} ranks",
                           timeout_s=timeout_s, backend="gloo")
-    return outcome if not outcome.ok else Outcome(outcome.values, "", "gloo", {"trace": outcome.values[0]})
+    return outcome if not outcome.ok else Outcome(outcome.values, "", "gloo", {"trace": outcome.rank_values[0]})
 
 
 def timing_in_group(rank, n_ranks, fn, n_elements, n_repeats):
@@ -154,9 +154,9 @@ def time_against_torch(fn, n_ranks: int = 4, n_elements: int = 1 << 20, n_repeat
                           what=f"timing {fn.__name__} on {n_ranks} ranks", timeout_s=timeout_s)
     if not outcome.ok:
         return outcome
-    worst = max(v["max_error"] for v in outcome.values)
+    worst = max(v["max_error"] for v in outcome.rank_values)
     problem = f"{fn.__name__} differs from dist.all_reduce by up to {worst:g}" if worst > 0 else ""
-    return Outcome(outcome.values, problem, outcome.backend, dict(outcome.values[0]))
+    return Outcome(outcome.values, problem, outcome.backend, dict(outcome.rank_values[0]))
 
 
 def _want(kind, x, tracer):
@@ -229,7 +229,8 @@ def in_words(report) -> str:
                 "each step, the chunk a rank sends must be the chunk its right neighbour receives.")
     if "did not finish" in head:
         call = blocked_in(report.crash)
-        return f"{head}\nthe ranks were waiting in {call}" + (f" ({where})" if where and call.startswith("dist.") else "")
+        where_text = f" ({where})" if where and call.startswith("dist.") else ""
+        return f"{head}\nthe ranks were waiting in {call}{where_text}"
     cause = [line for line in report.crash.splitlines() if line.startswith("RuntimeError: ")]
     cause = cause[0].split(": ", 2)[-1] if cause else report.crash.splitlines()[1]
     if cause.startswith("NotImplementedError"):

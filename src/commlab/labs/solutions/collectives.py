@@ -239,7 +239,7 @@ def check_collectives(fn, n_ranks: int = 4, length: int = 8, timeout_s: float = 
                           timeout_s=timeout_s)
     if not outcome.ok:
         return outcome
-    verdicts = {op: next((v["verdicts"][op] for v in outcome.values if v["verdicts"][op]), None) for op in OPS}
+    verdicts = {op: next((v["verdicts"][op] for v in outcome.rank_values if v["verdicts"][op]), None) for op in OPS}
     wrong = [problem for problem in verdicts.values() if problem]
     return Outcome(outcome.values, wrong[0] if wrong else "", outcome.backend, {"verdicts": verdicts})
 

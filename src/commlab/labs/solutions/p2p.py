@@ -153,8 +153,8 @@ def measure_ping_pong(fn, sizes_nbytes, n_round_trips: int = 4, n_repeats: int =
                           what=f"{getattr(fn, '__name__', 'ping_pong')} on 2 ranks", timeout_s=timeout_s)
     if not outcome.ok:
         return outcome
-    problems = [p for v in outcome.values for p in v["problems"]]
-    details = {"sizes_nbytes": list(sizes_nbytes), "one_way_s": outcome.values[0]["one_way_s"]}
+    problems = [p for v in outcome.rank_values for p in v["problems"]]
+    details = {"sizes_nbytes": list(sizes_nbytes), "one_way_s": outcome.rank_values[0]["one_way_s"]}
     return Outcome(outcome.values, problems[0] if problems else "", outcome.backend, details)
 
 
@@ -206,9 +206,9 @@ def compare_halo_exchanges(candidates, n_ranks: int, nbytes: int, n_repeats: int
                           what=f"{names} on {n_ranks} ranks", timeout_s=timeout_s)
     if not outcome.ok:
         return outcome
-    problems = [p for v in outcome.values for p in v["problems"]]
+    problems = [p for v in outcome.rank_values for p in v["problems"]]
     return Outcome(outcome.values, problems[0] if problems else "", outcome.backend,
-                   {"times_s": outcome.values[0]["times_s"]})
+                   {"times_s": outcome.rank_values[0]["times_s"]})
 
 
 # --- the deadlock and its fix -------------------------------------------------------------------------------
@@ -238,7 +238,7 @@ def probe_eager_sizes(sizes_nbytes, pause_s: float = 0.1, backend: str = "gloo",
                           backend=backend, timeout_s=timeout_s)
     if not outcome.ok:
         raise RuntimeError(outcome.problem)
-    return {n: outcome.values[0]["early"][n] and outcome.values[1]["early"][n] for n in sizes_nbytes}
+    return {n: outcome.rank_values[0]["early"][n] and outcome.rank_values[1]["early"][n] for n in sizes_nbytes}
 
 
 def exchange_in_group(rank, n_ranks, fn, n_elements):

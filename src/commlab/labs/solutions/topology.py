@@ -167,9 +167,9 @@ def check_process_groups(groups, n_ranks: int, timeout_s: float = 60.0) -> Outco
                           timeout_s=timeout_s)
     if not outcome.ok:
         return outcome
-    for rank, value in enumerate(outcome.values):
+    for rank, value in enumerate(outcome.rank_values):
         for kind, (total, members) in value["sums"].items():
             if total != sum(members):
                 return Outcome(problem=f"rank {rank}: all_reduce over its {kind} group {members} gave {total}, "
                                        f"not {sum(members)}", backend=outcome.backend)
-    return Outcome(outcome.values, "", outcome.backend, {"sums": [v["sums"] for v in outcome.values]})
+    return Outcome(outcome.values, "", outcome.backend, {"sums": [v["sums"] for v in outcome.rank_values]})
