@@ -13,7 +13,7 @@ from commlab.errors import CommlabError
 from commlab.units import format_bandwidth, format_time
 from commlab.nccl.examples import nccl_tests_log
 from commlab.viz import png_bytes
-from commlab.viz.model_view import plot_fit_residuals, plot_models_over_measured
+from commlab.viz.model_view import plot_models_over_measured, plot_protocol_fit
 from commlab.viz.style import MIN_FONT_PT
 
 matplotlib.use("Agg")
@@ -78,7 +78,7 @@ def test_models_over_measured_draws_busbw_and_ratio_as_the_closed_forms(curve07)
 def test_fit_residuals_are_the_regimes_own_lines(curve07):
     s, t = curve07
     fit = cost.fit_protocol_model(s, t)
-    fig = plot_fit_residuals(s, t, fit, title="fixture 07")
+    fig = plot_protocol_fit(s, t, fit, title="fixture 07")
     assert not_blank(fig)
     left, right = fig.axes
     k = np.searchsorted(np.array(fit.boundaries_nbytes), s, side="right")
@@ -103,11 +103,11 @@ def test_bad_input_is_a_clear_error(curve07):
     s, t = curve07
     fit = cost.fit_protocol_model(s, t)
     with pytest.raises(CommlabError, match="one time per size"):
-        plot_fit_residuals(s, t[:-1], fit)
+        plot_protocol_fit(s, t[:-1], fit)
     with pytest.raises(CommlabError, match="sizes must be > 0"):
-        plot_fit_residuals(np.r_[0.0, s[1:]], t, fit)
+        plot_protocol_fit(np.r_[0.0, s[1:]], t, fit)
     with pytest.raises(CommlabError, match="ProtocolFit"):
-        plot_fit_residuals(s, t, cost.fit_alpha_beta(s, t))
+        plot_protocol_fit(s, t, cost.fit_alpha_beta(s, t))
     with pytest.raises(CommlabError, match="at least one model"):
         plot_models_over_measured(s, t, {}, op="all_reduce", n_ranks=8)
     with pytest.raises(CommlabError, match="model 'short'"):

@@ -12,11 +12,10 @@ from collections.abc import Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator
 
 from commlab.errors import CommlabError, check_choice
-from commlab.units import format_nbytes, format_time
-from commlab.viz.render import new_figure
+from commlab.units import format_time
+from commlab.viz.render import new_figure, size_axis
 from commlab.viz.style import INK, MIN_FONT_PT, MUTED, RANK_COLORS, use_book_style
 
 METRICS = ("busbw", "algbw")
@@ -111,10 +110,8 @@ def plot_bandwidth(runs: Sequence, *, roof=None, model=None, model_curve=None, m
 
 
 def _axes(ax, metric: str, roof) -> None:
-    ax.set_xscale("log", base=2)
+    size_axis(ax)
     ax.set_yscale("log")
-    ax.xaxis.set_major_locator(LogLocator(base=4))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: format_nbytes(x, binary=True)))
     ax.tick_params(axis="x", labelrotation=45)
     ax.set_xlabel("message size (nccl-tests `size`)")
     ax.set_ylabel(f"{metric} (GB/s)")

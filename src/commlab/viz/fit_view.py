@@ -12,11 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator
 
 from commlab.errors import CommlabError
-from commlab.units import format_nbytes
-from commlab.viz.render import new_figure
+from commlab.viz.render import new_figure, size_axis
 from commlab.viz.style import INK, MUTED, RANK_COLORS, use_book_style
 
 #: The residual band drawn below (a fraction): the protocol-aware fit's median goal.
@@ -36,12 +34,6 @@ def _checked(nbytes, t_s, models) -> tuple[np.ndarray, np.ndarray]:
         raise CommlabError("plot_fit_residuals needs at least one model (label -> time_s(nbytes))")
     order = np.argsort(s)
     return s[order], t[order]
-
-
-def _size_axis(ax) -> None:
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(LogLocator(base=4))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: format_nbytes(x, binary=True)))
 
 
 def _regimes(ax, fit, low: float, high: float) -> None:
@@ -98,7 +90,7 @@ def plot_fit_residuals(nbytes, t_s, models: Mapping[str, Callable], *, fit=None,
         fig.legend(handles + band, labels + [f"+-{BAND:.0%} (residuals)"], loc="outside lower center", ncols=2,
                    fontsize=10)
         for ax in (top, bottom):
-            _size_axis(ax)
+            size_axis(ax)
         bottom.tick_params(axis="x", labelrotation=45)
         top.set_title(title or "measured times, the models, and their residuals", loc="left")
     return fig

@@ -5,7 +5,7 @@ computed (:mod:`commlab.cost` for the models, :mod:`commlab.nccl` or :mod:`comml
 
 * :func:`plot_models_over_measured`: the measured busbw and each model's busbw (``busbw = S / t * F(N)``,
   nccl-tests' ``doc/PERFORMANCE.md``), and each model's time over the measured time (1 = exact);
-* :func:`plot_fit_residuals`: a :class:`commlab.cost.ProtocolFit` over the rows it was fitted on, each regime in
+* :func:`plot_protocol_fit`: a :class:`commlab.cost.ProtocolFit` over the rows it was fitted on, each regime in
   its own colour with its alpha and bandwidth in the legend, and the residual ``t_model / t - 1`` of every row.
 """
 from __future__ import annotations
@@ -14,11 +14,11 @@ from collections.abc import Mapping
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator
+from matplotlib.ticker import FuncFormatter
 
 from commlab.errors import CommlabError
-from commlab.units import format_bandwidth, format_nbytes, format_time
-from commlab.viz.render import new_figure
+from commlab.units import format_bandwidth, format_time
+from commlab.viz.render import new_figure, size_axis
 from commlab.viz.style import INK, MIN_FONT_PT, MUTED, RANK_COLORS, use_book_style
 
 #: Colours of the fitted regimes, in size order (LL, LL128, Simple): Okabe-Ito, distinct from the measured ink.
@@ -40,9 +40,7 @@ def _curve(nbytes, t_s, what: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _size_axis(ax) -> None:
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(LogLocator(base=16))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: format_nbytes(x, binary=True)))
+    size_axis(ax, 16)
     ax.tick_params(axis="x", labelrotation=45)
     ax.set_xlabel("message size (nccl-tests `size`)")
 
@@ -102,7 +100,7 @@ def _regime_label(regime) -> str:
     return f"{regime.label}: alpha = {format_time(regime.alpha_s)}, {bw} ({regime.n_rows} rows)"
 
 
-def plot_fit_residuals(nbytes, t_s, fit, *, title: str = "") -> Figure:
+def plot_protocol_fit(nbytes, t_s, fit, *, title: str = "") -> Figure:
     """Left: the measured time (points, coloured by the regime the fit puts them in) and each regime's line
     ``alpha + S / B`` over its own sizes, boundaries dotted; right: the residual ``t_model / t - 1`` per row, in %.
 
@@ -111,7 +109,7 @@ def plot_fit_residuals(nbytes, t_s, fit, *, title: str = "") -> Figure:
     """
     s, t = _curve(nbytes, t_s, "measured curve")
     if not hasattr(fit, "regimes") or not hasattr(fit, "regime_index"):
-        raise CommlabError(f"plot_fit_residuals needs a ProtocolFit (commlab.cost.fit_protocol_model), got "
+        raise CommlabError(f"plot_protocol_fit needs a ProtocolFit (commlab.cost.fit_protocol_model), got "
                            f"{type(fit).__name__}")
     which = np.asarray(fit.regime_index(s))
     residual = (np.asarray(fit.time_s(s)) / t - 1.0) * 100.0

@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, LogLocator
+from matplotlib.ticker import FuncFormatter
 
 from commlab.errors import CommlabError
-from commlab.units import format_nbytes
-from commlab.viz.render import new_figure
+from commlab.viz.render import new_figure, size_axis
 from commlab.viz.style import INK, MUTED, ink_on, use_book_style
 
 if TYPE_CHECKING:  # the type only: viz draws what it is given and imports no model
@@ -90,13 +89,11 @@ def plot_nccl_picks(bands: Sequence[tuple[str, Prediction]], *, marks: Sequence[
                     label=label if label not in [m[2] for m in marks[:k]] else None)
         ax.set_yticks([-i for i in range(len(bands))], [label for label, _ in bands])
         ax.set_ylim(-len(bands) + 0.4, 0.75)
-        ax.set_xscale("log", base=2)
+        size_axis(ax, 16)
         sizes = np.concatenate([np.atleast_1d(p.nbytes).astype(float) for _, p in bands])
         if np.any(sizes <= 0):
             raise CommlabError(f"sizes must be > 0 on a log axis, got {sizes.min():g}")
         ax.set_xlim(sizes.min() / _half_step(bands[0][1]), sizes.max() * _half_step(bands[0][1]))
-        ax.xaxis.set_major_locator(LogLocator(base=16))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: format_nbytes(x, binary=True)))
         ax.set_xlabel("all-reduce size")
         ax.grid(axis="y", visible=False)
         handles: list[Artist] = [Patch(color=PAIR_COLORS.get(p, OTHER), label=p) for p in PAIR_COLORS if p in used]
@@ -126,11 +123,9 @@ def plot_pair_times(prediction, *, title: str = "", max_ratio: float = 20.0) -> 
                     color=PAIR_COLORS.get(pair, OTHER), linewidth=1.6, label=pair)
         ax.plot(sizes[order], (np.atleast_1d(prediction.time_s) * 1e6 / best_us)[order], color=INK, linewidth=4,
                 alpha=0.3, label="NCCL's pick")
-        ax.set_xscale("log", base=2)
+        size_axis(ax, 16)
         ax.set_yscale("log")
         ax.set_ylim(0.95, max_ratio)
-        ax.xaxis.set_major_locator(LogLocator(base=16))
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: format_nbytes(x, binary=True)))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _pos: f"{y:g}x"))
         ax.set_xlabel("all-reduce size")
         ax.set_ylabel("predicted time / the fastest pair's")

@@ -11,11 +11,9 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator
 
 from commlab.errors import CommlabError
-from commlab.units import format_nbytes
-from commlab.viz.render import new_figure
+from commlab.viz.render import new_figure, size_axis
 from commlab.viz.style import MIN_FONT_PT, MUTED, RANK_COLORS, use_book_style
 
 FORMATS = ("png", "svg", "pdf")
@@ -35,9 +33,7 @@ class LogCurve:
 
 
 def _size_axis(ax) -> None:
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(LogLocator(base=4))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: format_nbytes(x, binary=True)))
+    size_axis(ax)
     ax.tick_params(axis="x", labelrotation=45)
     ax.set_xlabel("message size (nccl-tests `size`)")
 

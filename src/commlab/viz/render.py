@@ -99,3 +99,16 @@ class Blitter:
             image = image.quantize(256, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE)
         image.save(buf, format="PNG", compress_level=compress_level)
         return buf.getvalue()
+
+
+def size_axis(ax, tick_base: int | None = 4) -> None:
+    """A message-size x axis: log2 scale, ticks every ``tick_base``-fold (None: matplotlib's), labelled in
+    binary units (1 KiB, 64 MiB); the one axis every size-sweep figure of the book shares."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    from commlab.units import format_nbytes
+
+    ax.set_xscale("log", base=2)
+    if tick_base is not None:
+        ax.xaxis.set_major_locator(LogLocator(base=tick_base))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: format_nbytes(x, binary=True)))
