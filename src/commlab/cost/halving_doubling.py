@@ -26,16 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commlab.errors import CommlabError
-
-
-def _prepare(nbytes, n_ranks, alpha_s, bw_Bps):
-    s, n = np.asarray(nbytes, dtype=float), np.asarray(n_ranks, dtype=float)
-    a, b = np.asarray(alpha_s, dtype=float), np.asarray(bw_Bps, dtype=float)
-    if np.any(s < 0) or np.any(n < 1) or np.any(a < 0) or np.any(b <= 0):
-        raise CommlabError(f"need nbytes >= 0, n_ranks >= 1, alpha_s >= 0 and bw_Bps > 0; got nbytes={nbytes!r}, "
-                           f"n_ranks={n_ranks!r}, alpha_s={alpha_s!r}, bw_Bps={bw_Bps!r}")
-    return s, n, a, b
+from commlab.cost.alpha_beta import _prepare  # the same checked inputs as every alpha-beta model
 
 
 def rabenseifner_all_reduce_time_s(nbytes, n_ranks, alpha_s, bw_Bps):
