@@ -2,7 +2,6 @@
 legibility (no figure wider than 10 in, no text under 10 pt, every text inside the figure); the widget's wiring."""
 from __future__ import annotations
 
-import io
 
 import matplotlib
 import pytest
@@ -18,31 +17,13 @@ CASES = [("dgx-h100-ndr", 64, "all_reduce", "ring", 2**30), ("h100-16k-roce", 20
          ("aws-p5", 1, "all_reduce", "nvls-tree", 2**20), ("gb200-nvl72", 144, "all_gather", "pat", 2**33)]
 
 
-def _texts(fig):
-    """Every text the renderer draws (tick labels outside the view are skipped by matplotlib, so Text.draw is
-    watched during one full draw, as tests/unit/test_viz_legibility.py does)."""
-    drawn = []
-    original = matplotlib.text.Text.draw
-
-    def watch(self, renderer):
-        if self.get_visible() and self.get_text().strip():
-            drawn.append(self)
-        return original(self, renderer)
-
-    matplotlib.text.Text.draw = watch
-    try:
-        fig.savefig(io.BytesIO(), format="png")
-    finally:
-        matplotlib.text.Text.draw = original
-    renderer = fig.canvas.get_renderer()
-    return [(t, t.get_window_extent(renderer), fig.bbox) for t in drawn]
-
-
 @pytest.mark.parametrize("args", CASES)
-def test_legible_and_inside(args):
+def test_legible_and_inside(args, drawn_texts):
     fig = cluster_figure(*args)
     assert fig.get_figwidth() <= 10.0
-    for text, extent, box in _texts(fig):
+    texts = drawn_texts(fig)
+    renderer, box = fig.canvas.get_renderer(), fig.bbox
+    for text, extent in ((t, t.get_window_extent(renderer)) for t in texts):
         assert text.get_fontsize() >= MIN_FONT_PT, text.get_text()
         assert extent.x0 >= box.x0 - 1 and extent.x1 <= box.x1 + 1, text.get_text()
         assert extent.y0 >= box.y0 - 1 and extent.y1 <= box.y1 + 1, text.get_text()

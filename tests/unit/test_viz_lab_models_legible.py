@@ -3,7 +3,6 @@ no figure wider than 10 in, every text a reader reads at 10 pt or more and insid
 rendered figure with real inputs (fixture 07; DGX H100 machines)."""
 from __future__ import annotations
 
-import io
 
 import matplotlib
 import numpy as np
@@ -45,25 +44,8 @@ def pairs_view():
                            title="dgx-h100-ndr x 16 (128 GPUs, NVLS on): 2 switch(es)")
 
 
-def drawn_texts(fig) -> list:
-    """Every text the renderer draws (Text.draw watched during one full draw)."""
-    drawn, original = [], matplotlib.text.Text.draw
-
-    def watch(self, renderer):
-        if self.get_visible() and self.get_text().strip():
-            drawn.append(self)
-        return original(self, renderer)
-
-    matplotlib.text.Text.draw = watch
-    try:
-        fig.savefig(io.BytesIO(), format="png", bbox_inches=None)
-    finally:
-        matplotlib.text.Text.draw = original
-    return drawn
-
-
 @pytest.mark.parametrize("view", [fit_view, picks_view, pairs_view], ids=lambda f: f.__name__)
-def test_every_text_is_at_least_10_pt_and_inside_a_figure_at_most_10_in_wide(view):
+def test_every_text_is_at_least_10_pt_and_inside_a_figure_at_most_10_in_wide(view, drawn_texts):
     fig = view()
     texts = drawn_texts(fig)
     renderer, box = fig.canvas.get_renderer(), fig.bbox

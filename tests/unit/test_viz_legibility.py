@@ -27,25 +27,6 @@ def rendered(fig):
     return fig.canvas.get_renderer()
 
 
-def drawn_texts(fig) -> list:
-    """Every non-empty text the renderer actually draws (matplotlib keeps tick labels outside the view, which
-    it skips, so walking the artists alone is not enough): Text.draw is watched during one full draw."""
-    drawn = []
-    original = matplotlib.text.Text.draw
-
-    def watch(self, renderer):
-        if self.get_visible() and self.get_text().strip():
-            drawn.append(self)
-        return original(self, renderer)
-
-    matplotlib.text.Text.draw = watch
-    try:
-        rendered(fig)
-    finally:
-        matplotlib.text.Text.draw = original
-    return drawn
-
-
 def inside(inner, outer, tol=1.0) -> bool:
     return (inner.x0 >= outer.x0 - tol and inner.y0 >= outer.y0 - tol
             and inner.x1 <= outer.x1 + tol and inner.y1 <= outer.y1 + tol)
@@ -138,7 +119,7 @@ VIEWS = {
 
 
 @pytest.mark.parametrize("name", list(VIEWS))
-def test_every_text_is_at_least_10_pt_and_inside_a_figure_at_most_10_in_wide(name):
+def test_every_text_is_at_least_10_pt_and_inside_a_figure_at_most_10_in_wide(name, drawn_texts):
     fig = VIEWS[name]()
     texts = drawn_texts(fig)
     renderer = fig.canvas.get_renderer()
@@ -204,7 +185,7 @@ def test_timeline_span_labels_fit_their_bars():
 @pytest.mark.parametrize("algorithm, n_ranks", [("ring-all-reduce", 2), ("ring-all-reduce", 8),
                                                 ("ring-all-reduce", 16), ("recursive-doubling-all-reduce", 5),
                                                 ("naive-all-reduce", 3)])
-def test_rank_labels_clear_every_buffer(algorithm, n_ranks):
+def test_rank_labels_clear_every_buffer(algorithm, n_ranks, drawn_texts):
     anim = RingAnimation(algorithm, n_ranks)
     renderer = rendered(anim.figure)
     boxes = [a.get_window_extent(renderer) for a in anim.rank_artists]

@@ -31,21 +31,9 @@ def not_blank(fig) -> bool:
     return grey.std() > 10
 
 
-def legible(fig) -> None:
-    """The house rule of every view: at most 10 in wide, every text drawn >= 10 pt and inside the figure (texts
-    watched while the figure is drawn, as test_viz_legibility does: matplotlib skips tick labels out of view)."""
-    drawn, original = [], matplotlib.text.Text.draw
-
-    def watch(self, renderer):
-        if self.get_visible() and self.get_text().strip():
-            drawn.append(self)
-        return original(self, renderer)
-
-    matplotlib.text.Text.draw = watch
-    try:
-        fig.savefig(io.BytesIO(), format="png", bbox_inches=None)
-    finally:
-        matplotlib.text.Text.draw = original
+def legible(fig, drawn: list) -> None:
+    """The house rule of every view: at most 10 in wide, every text drawn (``drawn_texts(fig)``) >= 10 pt and
+    inside the figure."""
     renderer = fig.canvas.get_renderer()
     assert fig.get_figwidth() <= 10.0 and drawn
     assert min(t.get_fontsize() for t in drawn) >= MIN_FONT_PT
@@ -55,7 +43,7 @@ def legible(fig) -> None:
             t.get_text()
 
 
-def test_models_over_measured_draws_busbw_and_ratio_as_the_closed_forms(curve07):
+def test_models_over_measured_draws_busbw_and_ratio_as_the_closed_forms(curve07, drawn_texts):
     s, t = curve07
     ring = np.asarray(cost.collective_time_s("all_reduce", s, 8, "nvlink4"))
     fig = plot_models_over_measured(s, t, {"ring, wire alpha": ring}, op="all_reduce", n_ranks=8,
@@ -72,10 +60,10 @@ def test_models_over_measured_draws_busbw_and_ratio_as_the_closed_forms(curve07)
     # at 1 MiB and 16 MiB the wire-alpha ring is about twice as fast as the measured run (issue 13)
     for size in (2**20, 2**24):
         assert ring[s == size][0] / t[s == size][0] < 0.62
-    legible(fig)
+    legible(fig, drawn_texts(fig))
 
 
-def test_fit_residuals_are_the_regimes_own_lines(curve07):
+def test_fit_residuals_are_the_regimes_own_lines(curve07, drawn_texts):
     s, t = curve07
     fit = cost.fit_protocol_model(s, t)
     fig = plot_protocol_fit(s, t, fit, title="fixture 07")
@@ -96,7 +84,7 @@ def test_fit_residuals_are_the_regimes_own_lines(curve07):
     errors = np.abs(by_hand / t - 1) * 100
     assert f"median {np.median(errors):.1f}%" in right.get_title(loc="left")
     assert len(left.lines) >= 2 * len(fit.regimes)
-    legible(fig)
+    legible(fig, drawn_texts(fig))
 
 
 def test_bad_input_is_a_clear_error(curve07):
