@@ -95,3 +95,44 @@ def test_empty_and_noise_only_text():
     log = parse_log("Warning: Permanently added '[10.0.142.242]:2022' (RSA) to the list of known hosts.\n")
     assert log.rows == [] and log.collective is None and log.n_ranks is None
     assert any("no table rows" in n for n in log.notes)
+
+
+@pytest.mark.parametrize("quote", ["> ", ">", "> > "])
+@pytest.mark.parametrize("number", [1, 14, 19])
+def test_markdown_quoted_logs(quote, number):
+    """A log re-quoted in an issue thread: every line behind '> ' (seen on NVIDIA/nccl's RTX 5090 thread)."""
+    text = nccl_tests_log(number).read_text()
+    quoted = "\n".join(quote + ln for ln in text.splitlines())
+    assert parse_log(quoted).rows == parse_log(text).rows
+
+
+# A real single-node log as published (an 8 x B200 GKE A4 README): the author trimmed the table to time, algbw
+# and busbw: no #wrong column and no in-place block; rank lines without "on <host>".
+B200_TRIMMED = """\
+# nThread 1 nGpus 8 minBytes 8388608 maxBytes 17179869184 step: 2(factor)
+#
+# Using devices
+#  Rank  0 Group  0 Pid 221599 device  0 [0000:8f:00] NVIDIA B200
+#  Rank  7 Group  0 Pid 221599 device  7 [0000:cc:00] NVIDIA B200
+#
+#       size         count      type   redop    root     time   algbw   busbw
+#        (B)    (elements)                               (us)  (GB/s)  (GB/s)
+     8388608       2097152     float     sum      -1    80.32  104.44  182.77
+    16777216       4194304     float     sum      -1    110.5  151.81  265.67
+    33554432       8388608     float     sum      -1    172.6  194.36  340.13
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 587.371 GB/s
+"""
+
+
+def test_a_table_without_the_check_column():
+    log = parse_log(B200_TRIMMED, n_ranks=8)
+    assert [r.size_bytes for r in log.rows] == [8388608, 16777216, 33554432]
+    assert [r.oop.time_us for r in log.rows] == [80.32, 110.5, 172.6]
+    assert all(r.oop.wrong is None and r.ip is None for r in log.rows) and log.unreadable == []
+    # the same table with the in-place block (also without #wrong) reads both blocks
+    both = B200_TRIMMED.replace("  busbw\n", "  busbw     time   algbw   busbw\n")
+    for oop in ("80.32  104.44  182.77", "110.5  151.81  265.67", "172.6  194.36  340.13"):
+        both = both.replace(oop + "\n", oop + "   " + oop + "\n")
+    log = parse_log(both, n_ranks=8)
+    assert [r.ip.time_us for r in log.rows] == [80.32, 110.5, 172.6] and log.unreadable == []

@@ -16,6 +16,9 @@ _PREFIXES = (
     re.compile(r"^\[(?:default|rank)?\d+\]:"),  # torchrun --tee / torch's rank prefix
     re.compile(r"^\s*\d+:\s"),  # srun -l task label
 )
+#: A markdown or e-mail quote (``> `` once or nested), as where a log is re-quoted in an issue thread; removed
+#: before the launcher prefixes.
+_QUOTE = re.compile(r"^(?:[ \t]*>)+ ?")
 #: A host label (pdsh, clush): only removed when what is left is a table line.
 _HOST_PREFIX = re.compile(r"^[A-Za-z][\w.\-]*:\s")
 _NCCL_DEBUG = re.compile(r"\bNCCL (?:INFO|WARN|TRACE|ABORT)\b")
@@ -47,8 +50,10 @@ def strip_prefix(raw: str) -> str:
 
     >>> strip_prefix("[1,0]<stdout>:#       size"), strip_prefix("0:            8  2  float")
     ('#       size', '           8  2  float')
+    >>> strip_prefix(">            8  2  float"), strip_prefix("> > # Avg bus bandwidth : 1")
+    ('           8  2  float', '# Avg bus bandwidth : 1')
     """
-    text = raw.rstrip()
+    text = _QUOTE.sub("", raw.rstrip(), count=1)
     for pattern in _PREFIXES:
         match = pattern.match(text)
         if match:

@@ -76,6 +76,8 @@ def _table_layout(lines: list[Line], header: Layout | None) -> tuple[Layout, boo
     counts = [len(line.text.split()) for line in lines if line.kind == "row"]
     in_place = any(c >= 11 for c in counts) or not counts
     if header is not None:
+        if not header.has_check:
+            in_place = any(c >= header.n_head + 2 * header.measure_width for c in counts) or not counts
         return header, in_place
     guesses = Counter(layout_from_tokens(line.text.split()) for line in lines
                       if line.kind == "row" and len(line.text.split()) in (7, 8, 9, 11, 12, 13))
@@ -226,7 +228,8 @@ def _check_busbw(parsed: list[ParsedRow], row_lines: list[int], collective: str 
         for k, m in enumerate((p.row.oop, p.row.ip)):
             if m is None:
                 continue
-            alg_tok, bus_tok = p.tokens[layout.n_head + 4 * k + 1], p.tokens[layout.n_head + 4 * k + 2]
+            start = layout.n_head + layout.measure_width * k
+            alg_tok, bus_tok = p.tokens[start + 1], p.tokens[start + 2]
             scale = layout.bw_scale_GBps
             tol = (detect.half_unit(alg_tok) * factor + detect.half_unit(bus_tok)) * scale + 1e-9
             if abs(m.busbw_GBps - m.algbw_GBps * factor) > tol:

@@ -40,6 +40,8 @@ class Layout:
     has_root: bool = True
     legacy_error: bool = False
     """True where the fourth measure column is legacy ``error`` (a float), False for ``#wrong`` (a count)."""
+    has_check: bool = True
+    """False where the header names no ``#wrong``/``error`` column (a table trimmed to time, algbw, busbw)."""
     time_scale_us: float = 1.0
     """Microseconds per unit of the time columns (1 for nccl-tests' ``(us)``)."""
     bw_scale_GBps: float = 1.0
@@ -49,6 +51,11 @@ class Layout:
     def n_head(self) -> int:
         """Columns before the first measure block."""
         return 3 + int(self.has_redop) + int(self.has_root)
+
+    @property
+    def measure_width(self) -> int:
+        """Columns of one measure block: time, algbw, busbw and, when the table has it, the check column."""
+        return 4 if self.has_check else 3
 
 
 MODERN = Layout()
@@ -61,11 +68,15 @@ def layout_from_header(text: str) -> Layout | None:
     True
     >>> layout_from_header("#  size  count  type  time  algbw  busbw  error").legacy_error
     True
+    >>> layout_from_header("#  size  count  type  redop  root  time  algbw  busbw").measure_width
+    3
     """
     words = text.lstrip("#").split()
     if len(words) < 3 or words[:2] != ["size", "count"]:
         return None
-    return Layout(has_redop="redop" in words, has_root="root" in words, legacy_error="error" in words)
+    has_check = any(w.lstrip("#") in ("wrong", "error") for w in words)
+    return Layout(has_redop="redop" in words, has_root="root" in words, legacy_error="error" in words,
+                  has_check=has_check)
 
 
 def units_from_header(text: str) -> tuple[float, float] | None:
@@ -130,6 +141,8 @@ def _finite(token: str, what: str) -> float:
 def _measure(tokens: list[str], layout: Layout) -> tuple[Measure, float | None]:
     time_us = _finite(tokens[0], "time") * layout.time_scale_us
     algbw, busbw = (_finite(t, name) * layout.bw_scale_GBps for t, name in zip(tokens[1:3], ("algbw", "busbw")))
+    if not layout.has_check:
+        return Measure(time_us=time_us, algbw_GBps=algbw, busbw_GBps=busbw, wrong=None), None
     wrong, error = _wrong(tokens[3], layout.legacy_error)
     if error is not None and error != error:
         raise ValueError(f"error {tokens[3]!r} is not a number")
@@ -153,7 +166,8 @@ def parse_row(text: str, layout: Layout, in_place: bool = True) -> ParsedRow:
     """
     tokens = text.split()
     n_measures = 2 if in_place else 1
-    expected = layout.n_head + 4 * n_measures
+    width = layout.measure_width
+    expected = layout.n_head + width * n_measures
     if len(tokens) != expected:
         raise ValueError(f"expected {expected} columns, found {len(tokens)}")
     size, count = int(tokens[0]), int(tokens[1])
@@ -163,8 +177,8 @@ def parse_row(text: str, layout: Layout, in_place: bool = True) -> ParsedRow:
     root = int(tokens[layout.n_head - 1]) if layout.has_root else -1
     measures, errors = [], []
     for k in range(n_measures):
-        start = layout.n_head + 4 * k
-        m, e = _measure(tokens[start:start + 4], layout)
+        start = layout.n_head + width * k
+        m, e = _measure(tokens[start:start + width], layout)
         measures.append(m)
         errors.append(e)
     row = Row(size_bytes=size, count=count, type=tokens[2], redop=redop, root=root, oop=measures[0],
