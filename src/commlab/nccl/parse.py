@@ -23,6 +23,7 @@ from commlab.nccl import detect
 from commlab.nccl.comments import Comments, read_comment
 from commlab.nccl.format import avg_busbw_GBps, out_of_bounds
 from commlab.nccl.lines import Line, classify, split_glued
+from commlab.nccl.ranks import arbitrate, bw_pairs
 from commlab.nccl.records import Row
 from commlab.nccl.segments import check_units, one_table, split_tables
 from commlab.nccl.table import (Layout, ParsedRow, layout_from_header, layout_from_tokens, parse_row,
@@ -238,6 +239,18 @@ def _check_busbw(parsed: list[ParsedRow], row_lines: list[int], collective: str 
     return bad
 
 
+def _held_to_busbw(n: int, reading: _Reading, name: str | None) -> int:
+    """The text's n, or the '# nranks:' comment's where only that one fits the busbw column
+    (:func:`commlab.nccl.ranks.arbitrate`)."""
+    rows, c = [p.row for p in reading.parsed], reading.comments
+    _, source = detect.n_ranks_from_text(c.ranks, c.metadata, c.preamble)
+    meta = c.metadata.get("nranks", "").split()
+    meta_n = int(meta[0]) if meta and meta[0].isdigit() and int(meta[0]) >= 1 else None
+    check = lambda k: _check_busbw(reading.parsed, reading.row_lines, name, k,  # noqa: E731
+                                   detect.bandwidth_rule(rows, name, k), reading.layout)
+    return arbitrate(n, source, meta_n, check, name, bw_pairs(reading.parsed, reading.layout), reading.notes)
+
+
 def _footer_values(comments: Comments, rows: list[Row], trusted: bool,
                    notes: list[str]) -> tuple[float | None, int | None]:
     """(avg busbw, out-of-bounds count): the footer's where printed (and ``trusted``: one table was read),
@@ -281,6 +294,8 @@ def parse_log(text: str, n_ranks: int | None = None, collective: str | None = No
     check_units(rows, reading.row_lines)
     name, candidates = _choose_collective(collective, comments, lines, rows, reading.notes)
     n = _choose_n(n_ranks, comments, rows, name, reading.notes)
+    if n_ranks is None and n is not None:
+        n = _held_to_busbw(n, reading, name)
     rule, mismatches = _check_rows(reading, name, n)
     avg, oob = _footer_values(comments, rows, not others_left_out, reading.notes)
     return NcclTestsLog(
