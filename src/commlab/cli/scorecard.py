@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -36,8 +37,10 @@ def run(args) -> int:
     scores = scorecard(args.logs or None, machine)
     if args.logs:
         for sc in scores:
-            if sc.fit is None:
+            if sc.fit is None and sc.predicted_median is None:
                 raise CommlabError(f"LOG {sc.name!r}: {sc.fit_problem}")
+            if sc.fit is None:   # the prediction is still scored; the fit's problem is said
+                print(f"commlab scorecard: note: LOG {sc.name!r} is not fitted: {sc.fit_problem}", file=sys.stderr)
     if args.json:
         print(json.dumps({"logs": [sc.to_json() for sc in scores]}, indent=2, allow_nan=False))
     else:

@@ -73,7 +73,10 @@ _TABLE = {
     17: ("gpu=rtx2080ti,gpus_per_node=2,pcie=3,p2p=0,path=pix", f"2 RTX 2080 Ti, PCIe Gen3 x16 (PIX); {_NO_P2P}"),
     18: (None, "alltoall is nccl-tests' grouped send/recv, which NCCL's tuner does not model "
                "(2 RTX 2080 Ti, PCIe Gen3, P2P off)"),
-    19: ("gpu=v100,gpus_per_node=12,nvswitch=1", _DGX2),
+    19: ("gpu=v100,gpus_per_node=12,nvswitch=1",
+         _DGX2 + "; NCCL 2.5 copies a misaligned block element by element (see 23), which slows this log's "
+                 "out-of-place column (output blocks misaligned, input aligned) but not its in-place one, the "
+                 "faster timing the scorecard measures (commlab.nccl.records.Row.fastest)"),
     20: ("gpu=v100,gpus_per_node=12,nvswitch=1", _DGX2),
     21: ("gpu=v100,gpus_per_node=12,nvswitch=1", _DGX2),
     22: ("gpu=v100,gpus_per_node=12,nvswitch=1", _DGX2),
@@ -99,10 +102,6 @@ _OUTSIDE = {
     13: ("GCP A4 runs Google's gIB plugin with its own tuner config (tuner_config_a4.txtpb, unpublished), which "
          "picks the protocol per size: up to 512 KiB the curve lies between NCCL's LL and LL128 lines (36-47 us "
          "against 23 and 45), from 1 MiB on NCCL's Simple line, not the LL128 line NCCL itself would pick"),
-    19: _LEGACY + ("the first step of an out-of-place all_gather (input aligned, output not) takes the slow "
-                   "path: 0.6 of the ring rate, while the in-place column (both sides equally misaligned) runs "
-                   "at 0.93 of it; the slow path's rate is in no source, and fixtures 19 and 23 disagree on it "
-                   "(x0.15 for that step, x0.32 for reduce_scatter's), so it is not modelled"),
     23: _LEGACY + ("every step on a misaligned block takes the slow path: 0.4-0.5 of the ring rate, alternating "
                    "with the parity of count (half or three quarters of the blocks misaligned); the slow path's "
                    "rate is in no source, and fixtures 19 and 23 disagree on it, so it is not modelled"),

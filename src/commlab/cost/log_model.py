@@ -38,7 +38,8 @@ class LogModelReport:
                              "bw_GBps": None if np.isinf(r.bw_GBps) else r.bw_GBps, "rows": r.n_rows}
                             for r in self.fit.regimes],
                 "median_error": float(np.median(self.errors)), "p90_error": float(np.percentile(self.errors, 90)),
-                "measured": "out-of-place time", "choice_source": self.choice_source, "error": None}
+                "measured": "the faster of out-of-place and in-place time", "choice_source": self.choice_source,
+                "error": None}
 
     def prediction_json(self) -> dict | None:
         if self.machine is None:
@@ -53,7 +54,7 @@ class LogModelReport:
         else:
             out = [f"model           {len(self.fit.regimes)} regime(s), {len(self.fit.params)} numbers; error "
                    f"median {100 * np.median(self.errors):.1f}%, p90 {100 * np.percentile(self.errors, 90):.1f}% "
-                   f"(out-of-place times)"]
+                   f"(the faster of out-of-place and in-place, per size)"]
             out += [f"  regime        {line}" for line in self.fit.describe()]
             if self.choice_source.startswith("nccl"):
                 out.append(f"  NCCL's choice per row: from the log's NCCL_DEBUG lines ({self.choice_source})")
@@ -104,7 +105,7 @@ def model_report(log, tuning, machine: Machine | None = None) -> LogModelReport:
     from commlab.nccl.tuning import choices_for_sizes
 
     sizes = np.array([r.size_bytes for r in log.rows], dtype=float)
-    times = np.array([r.oop.time_us for r in log.rows], dtype=float)
+    times = np.array([r.fastest.time_us for r in log.rows], dtype=float)   # records.Row.fastest: why
     fit, problem = _fit(sizes, times)
     pred, pred_problem = _prediction(log, sizes, machine)
     nccl = choices_for_sizes(tuning, sizes, log.collective, log.n_ranks) if tuning else [None] * len(sizes)

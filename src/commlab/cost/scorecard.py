@@ -1,6 +1,8 @@
 """Both models held against real nccl-tests logs: the scorecard of ``commlab scorecard``.
 
-Per log: the rows used (size > 0; the out-of-place time is the measured one), the fitted model's median and
+Per log: the rows used (size > 0; the measured time of a size is the faster of its out-of-place and in-place
+timings, :attr:`commlab.nccl.records.Row.fastest`: nccl-tests times each size twice, and one disturbed timing
+is common in published logs), the fitted model's median and
 90th-percentile relative time error (:mod:`commlab.cost.protocol_fit`, fitted to that log), and the predictive
 model's median error over all sizes and in the bandwidth regime, sizes >= 64 MiB
 (:mod:`commlab.cost.nccl_predict`, from the machine description alone). Every row keeps its size and the three
@@ -15,7 +17,7 @@ fabric added, or the ``direct`` model for scatter; goal: median <= 20% in the ba
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +40,7 @@ GOAL_MIN_ROWS = 8
 class RowScore:
     size_bytes: int
     measured_time_us: float
+    """The faster of the row's out-of-place and in-place timings (:func:`measured_points`)."""
     fitted_time_us: float | None
     predicted_time_us: float | None
     regime: str | None
@@ -48,6 +51,8 @@ class RowScore:
     """The cluster model's time (:mod:`commlab.cluster`), where the log's machine is a cluster preset."""
     cluster_algo: str | None = None
     cluster_bottleneck: str | None = None
+    measured_column: str = "out_of_place"
+    """Which timing of the row :attr:`measured_time_us` is: ``out_of_place`` or ``in_place``."""
 
 
 @dataclass(frozen=True)
@@ -144,13 +149,15 @@ class LogScore:
                                  "fitted_time_us": r.fitted_time_us, "predicted_time_us": r.predicted_time_us,
                                  "regime": r.regime, "predicted_pair": r.predicted_pair,
                                  "cluster_time_us": r.cluster_time_us, "cluster_algo": r.cluster_algo,
-                                 "cluster_bottleneck": r.cluster_bottleneck} for r in self.rows]
+                                 "cluster_bottleneck": r.cluster_bottleneck,
+                                 "measured_column": r.measured_column} for r in self.rows]
         return out
 
 
 def measured_points(log) -> tuple[np.ndarray, np.ndarray]:
-    """(size, out-of-place time in us) of every row with size > 0, in the log's order."""
-    pts = [(r.size_bytes, r.oop.time_us) for r in log.rows if r.size_bytes > 0]
+    """(size, measured time in us) of every row with size > 0, in the log's order: the faster of the row's
+    out-of-place and in-place timings (:attr:`commlab.nccl.records.Row.fastest`)."""
+    pts = [(r.size_bytes, r.fastest.time_us) for r in log.rows if r.size_bytes > 0]
     if not pts:
         return np.array([]), np.array([])
     s, t = np.array(pts, dtype=float).T
@@ -210,6 +217,8 @@ def score_log(log, name: str, machine: Machine | None = None, machine_note: str 
                           None if g is None else str(g), None if pairs is None else pairs[i], *per_row[i])
                  for i, (si, ti, f, g, p) in enumerate(zip(s, t, fitted, regimes,
                                                            pred if pred is not None else [None] * len(s))))
+    columns = [r.fastest_column for r in log.rows if r.size_bytes > 0]
+    rows = tuple(replace(r, measured_column=c) for r, c in zip(rows, columns))
     label = None if cluster is None or why_not else f"{cluster[0]} x {cluster[1]}"
     return LogScore(name, log.collective, log.n_ranks, fit, problem, machine, note, rows, label,
                     "; ".join(x for x in (cluster_note, why_not) if x))
