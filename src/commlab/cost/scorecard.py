@@ -23,10 +23,11 @@ from pathlib import Path
 import numpy as np
 
 from commlab.cost.machine import Machine
+from commlab.cost import protocol_fit
 from commlab.cost.protocol_fit import ProtocolFit, fit_protocol_model, relative_errors
 from commlab.errors import CommlabError
 
-FIT_MEDIAN_GOAL, FIT_P90_GOAL = 0.05, 0.12
+FIT_MEDIAN_GOAL, FIT_P90_GOAL = protocol_fit.MEDIAN_GOAL, protocol_fit.P90_GOAL
 PREDICTED_MEDIAN_GOAL, PREDICTED_BW_GOAL = 0.25, 0.15
 #: The cluster model's goal on the multi-node logs (issue 19), in the bandwidth regime.
 CLUSTER_BW_GOAL = 0.20
