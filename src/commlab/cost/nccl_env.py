@@ -85,7 +85,7 @@ _NAMES = "|".join(VARIABLES)
 _VALUE = r"""(?:"(?P<q1>[^"]*)"|'(?P<q2>[^']*)'|(?P<bare>[^\s"';|&]*))"""
 _INFO = re.compile(rf"(?P<name>{_NAMES}) set by environment to (?P<bare>\S*)")    # NCCL's INFO line
 _PATTERNS = (
-    re.compile(rf"(?<![\w$])(?P<name>{_NAMES})\s*=\s*{_VALUE}"),                  # X=v, -x X=v, export X=v
+    re.compile(rf"(?<![\w$])(?P<name>{_NAMES})={_VALUE}"),                          # X=v, -x X=v, export X=v
     re.compile(rf"(?:-genv|-env|setenv)\s+(?P<name>{_NAMES})\s+{_VALUE}"),       # mpich/Intel MPI, csh
     re.compile(rf"environ\[[\"'](?P<name>{_NAMES})[\"']\]\s*=\s*{_VALUE}"),       # Python os.environ[..] =
     re.compile(rf"name:\s*[\"']?(?P<name>{_NAMES})[\"']?\s*\n\s*value:\s*{_VALUE}"),  # Kubernetes env: entry
