@@ -26,6 +26,7 @@ H100 = "gpu=h100,gpus_per_node=8"
     ("ring;allreduce:tree", "all_reduce", {"Tree"}),                    # the comment's example, tuning.cc:45
     ("ring;allreduce:tree", "reduce_scatter", {"Ring"}),
     ("allreduce:^Tree", "all_reduce", set(ALGO_NAMES) - {"Tree"}),
+    ("^CollNet", "all_reduce", {"Tree", "Ring", "NVLS", "NVLSTree", "PAT"}),  # NCCL <= 2.12's name for both
 ])
 def test_algo_lists_read_as_nccl_reads_them(spec, op, expected):
     assert enabled_names(spec, ALGO_NAMES, "algorithm")[op] == expected
@@ -172,3 +173,14 @@ def test_apply_forced_errors_name_the_setting():
         apply_forced(parse_machine(H100), {"NCCL_ALGO": "Rong"})
     with pytest.raises(CommlabError, match="apply_forced knows " + ", ".join(VARIABLES) + "; got NCCL_DEBUG"):
         apply_forced(parse_machine(H100), {"NCCL_DEBUG": "INFO"})
+
+
+def test_a_shipped_log_with_a_forced_algorithm_changes_the_prediction():
+    """Fixture 07 (8 x H100, NVLS picked at large sizes) rerun as `NCCL_ALGO=Ring ./all_reduce_perf`."""
+    path = next(p for p in nccl_tests_logs() if p.name.startswith("07"))
+    machine = fixture_machine("07").machine
+    text = "# command: NCCL_ALGO=Ring ./build/all_reduce_perf -b 8 -e 16G -f 2 -g 8\n" + path.read_text()
+    forced = apply_forced(machine, forced_settings(text))
+    free_pick = predict("all_reduce", [2**30], machine).pairs()
+    ring_pick = predict("all_reduce", [2**30], forced).pairs()
+    assert free_pick == ["NVLS/Simple"] and ring_pick == ["Ring/Simple"]

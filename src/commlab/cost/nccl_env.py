@@ -40,10 +40,16 @@ FUNCTIONS = MappingProxyType({"Broadcast": "broadcast", "Reduce": "reduce", "All
 VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_TREE_THRESHOLD")
 
 
-def _match(token: str, names, what: str, spec: str) -> str:
+#: NCCL up to 2.12 had one "CollNet" algorithm (v2.12.7-1 src/init.cc:42), since split into these two
+OLD_ALGO_NAMES = MappingProxyType({"collnet": ("CollNetDirect", "CollNetChain")})
+
+
+def _match(token: str, names, what: str, spec: str) -> tuple[str, ...]:
     for name in names:
         if token.lower() == name.lower():                     # strcasecmp, tuning.cc:93 and 101
-            return name
+            return (name,)
+    if names == ALGO_NAMES and token.lower() in OLD_ALGO_NAMES:
+        return OLD_ALGO_NAMES[token.lower()]
     raise CommlabError(f"unknown {what} {token!r} in {spec!r}; NCCL accepts: {', '.join(names)}")
 
 
@@ -61,9 +67,9 @@ def enabled_names(spec: str, names: tuple[str, ...], what: str) -> dict[str, fro
                                    f"requires (tuning.cc:68-75); the functions: {', '.join(FUNCTIONS)}")
             prefix, items = "", entry
         exclude = items.startswith("^")
-        chosen = {_match(t.strip(), names, what, spec) for t in items.lstrip("^").split(",") if t.strip()}
+        chosen = {n for t in items.lstrip("^").split(",") if t.strip() for n in _match(t.strip(), names, what, spec)}
         kept = frozenset(n for n in names if (n in chosen) != exclude)
-        funcs = [_match(prefix.strip(), tuple(FUNCTIONS), "function", spec)] if prefix.strip() else list(FUNCTIONS)
+        funcs = list(_match(prefix.strip(), tuple(FUNCTIONS), "function", spec) if prefix.strip() else FUNCTIONS)
         out.update({FUNCTIONS[f]: kept for f in funcs})
     return out
 
