@@ -102,7 +102,7 @@ def test_cluster_validation():
     with pytest.raises(CommlabError, match="not a multiple of nics_per_node=8"):
         dataclasses.replace(base, fabric=tor)
     with pytest.raises(CommlabError, match="unknown gpu"):
-        dataclasses.replace(base, gpu="h800")
+        dataclasses.replace(base, gpu="h900")
     with pytest.raises(CommlabError, match="source needs an address"):
         dataclasses.replace(base, sources=("a data sheet",))
     with pytest.raises(CommlabError, match="nvlink_domain must be a whole number of nodes"):

@@ -6,11 +6,18 @@
     gpu=h100,nvlink=4,gpus_per_node=8,nics_per_node=32,nic_Gbps=100,nodes=2,net=efa
 
 Fields left out take the GPU's defaults (an H100 SXM has 18 NVLink 4 links on an NVSwitch; an A40 is a PCIe
-card). :data:`GPUS` lists the GPUs, with the NVLink links and PCIe generation of each and where that comes from.
+card). :data:`~commlab.cost.gpus.GPUS` lists the GPUs, with the NVLink links and PCIe generation of each and where
+that comes from.
+
+``algo`` and ``proto`` restrict NCCL's choice as NCCL_ALGO and NCCL_PROTO do, in NCCL's own syntax
+(:mod:`commlab.cost.nccl_env`), with ``+`` between names since commas separate the fields:
+``algo=Ring``, ``algo=^NVLS``, ``proto=LL128+Simple``, ``proto=LL+Simple;allreduce:^LL``.
 
 >>> m = parse_machine("gpu=h100,gpus_per_node=8")
 >>> m.describe(), m.n_ranks, m.intra_total_GBps
 ('gpu=h100,gpus_per_node=8,nvlink=4,nvswitch=1', 8, 370.8)
+>>> parse_machine("gpu=h100,gpus_per_node=8,ALGO=ring+tree,proto=^ll128").describe()
+'gpu=h100,gpus_per_node=8,nvlink=4,nvswitch=1,algo=ring+tree,proto=^ll128'
 >>> parse_machine("gpu=h100,gpus=8")   # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
@@ -22,39 +29,11 @@ from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 
 from commlab.cost import nccl_constants as K
+from commlab.cost import nccl_env
+from commlab.cost.gpus import GPUS, Gpu, nvlink_gen
 from commlab.cost.networks import NET_TYPES
 from commlab.errors import CommlabError
 
-
-@dataclass(frozen=True)
-class Gpu:
-    """What NCCL's model needs of a GPU: its compute capability and default links."""
-
-    name: str
-    compute_capability: int
-    nvlink_gen: int
-    """NVLink generation of the SXM part (0: a PCIe card without NVLink by default)."""
-    nvlinks: int
-    """NVLink links per GPU when it has NVLink (SXM, or the bridge of a PCIe card)."""
-    pcie_gen: int
-    source: str
-
-
-#: The GPUs commlab knows; links per GPU from NVIDIA's data sheets.
-GPUS = MappingProxyType({g.name: g for g in (
-    Gpu("v100", 70, 2, 6, 3, "V100 SXM2/SXM3: 6 NVLink 2 links (NVIDIA V100 data sheet)"),
-    Gpu("t4", 75, 0, 0, 3, "T4: PCIe Gen3 card, no NVLink"),
-    Gpu("rtx2080ti", 75, 0, 2, 3, "RTX 2080 Ti: PCIe Gen3 card; a 2-link NVLink 2 bridge is optional"),
-    Gpu("a100", 80, 3, 12, 4, "A100 SXM4: 12 NVLink 3 links (NVIDIA A100 data sheet)"),
-    Gpu("a40", 86, 0, 4, 4, "A40: PCIe Gen4 card; the NVLink 3 bridge joins 2 cards with 4 links (NV4)"),
-    Gpu("a10", 86, 0, 0, 4, "A10: PCIe Gen4 card, no NVLink"),
-    Gpu("rtx3090", 86, 0, 4, 4, "RTX 3090: PCIe Gen4 card; a 4-link NVLink 3 bridge is optional"),
-    Gpu("l40s", 89, 0, 0, 4, "L40S: PCIe Gen4 card, no NVLink"),
-    Gpu("h100", 90, 4, 18, 5, "H100 SXM5: 18 NVLink 4 links (NVIDIA H100 data sheet)"),
-    Gpu("h200", 90, 4, 18, 5, "H200 SXM: 18 NVLink 4 links (NVIDIA H200 data sheet)"),
-    Gpu("b200", 100, 5, 18, 5, "B200: 18 NVLink 5 links (NVIDIA DGX B200 data sheet)"),
-    Gpu("gb200", 100, 5, 18, 6, "GB200: 18 NVLink 5 links per GPU (NVL72)"),
-)})
 
 #: Network kinds and the latency (us) their NCCL net plugin reports, which NCCL adds to every network hop (and
 #: twice for Simple; tuning.cc:389-391). Each kind, what a hop really costs and the sources:
@@ -101,9 +80,10 @@ class Machine:
     """Every GPU reaches every other through NVSwitches (DGX/HGX). Default: with NVLink and > 2 GPUs."""
     pcie: int | None = None
     """PCIe generation of the GPUs' x16 links. Default: the GPU's."""
-    p2p: bool = True
+    p2p: bool | None = None
     """CUDA peer-to-peer between the GPUs; 0 when disabled (NCCL_P2P_DISABLE=1) or unsupported: NCCL then
-    stages through host memory (its SHM transport)."""
+    stages through host memory (its SHM transport). Default: the GPU's (none on GeForce RTX 40 and 50 cards);
+    set when the machine is made."""
     nics_per_node: int = 0
     nic_Gbps: float = 0.0
     """Speed of one NIC (port NCCL sees) in Gb/s."""
@@ -119,14 +99,24 @@ class Machine:
     (:data:`commlab.cost.networks.NET_TYPES`); NCCL still ranks its choices with what the plugin reports."""
     path: str | None = None
     """PCIe path between the GPUs (:data:`PATHS`); None: not known (same CPU assumed)."""
+    algo: str | None = None
+    """NCCL_ALGO: the algorithms NCCL may choose, in its syntax with ``+`` for ``,`` (``Ring``, ``^NVLS``,
+    ``Ring+Tree``); None: all (:mod:`commlab.cost.nccl_env`)."""
+    proto: str | None = None
+    """NCCL_PROTO: the protocols NCCL may choose (``Simple``, ``^LL128``, ``LL128+Simple``); None: NCCL's
+    defaults. Any list turns LL128 on or off outright, as in NCCL (tuning.cc:446, 518)."""
 
     def __post_init__(self) -> None:
         if self.gpu not in GPUS:
             raise CommlabError(f"unknown gpu {self.gpu!r}; the GPUs are: {', '.join(GPUS)}")
+        if self.p2p is None:                                   # frozen: the GPU's default is set once, here
+            object.__setattr__(self, "p2p", GPUS[self.gpu].p2p)
+        object.__setattr__(self, "algo", nccl_env.canonical(self.algo, nccl_env.ALGO_NAMES, "algorithm"))
+        object.__setattr__(self, "proto", nccl_env.canonical(self.proto, nccl_env.PROTO_NAMES, "protocol"))
         _int(self.gpus_per_node, "gpus_per_node", 1)
         _int(self.nodes, "nodes", 1)
-        if self.nvlink is not None and self.nvlink not in (0, _nvlink_gen(self.gpu)):
-            raise CommlabError(f"gpu {self.gpu} has NVLink {_nvlink_gen(self.gpu)} (or 0 for none), got "
+        if self.nvlink is not None and self.nvlink not in (0, nvlink_gen(self.gpu)):
+            raise CommlabError(f"gpu {self.gpu} has NVLink {nvlink_gen(self.gpu)} (or 0 for none), got "
                                f"nvlink={self.nvlink}")
         if self.pcie is not None and self.pcie not in K.PCIE_X16_BW_GBPS:
             raise CommlabError(f"pcie must be one of {tuple(K.PCIE_X16_BW_GBPS)}, got {self.pcie!r}")
@@ -203,7 +193,7 @@ class Machine:
         if self.nodes != 1:
             parts.append(f"nodes={self.nodes}")
         if self.has_nvlink:
-            parts.append(f"nvlink={_nvlink_gen(self.gpu)}")
+            parts.append(f"nvlink={nvlink_gen(self.gpu)}")
             if self.nvlinks is not None:
                 parts.append(f"nvlinks={self.nvlinks}")
             parts.append(f"nvswitch={int(self.has_nvswitch)}")
@@ -211,8 +201,8 @@ class Machine:
             if self.spec.nvlink_gen and self.gpus_per_node > 1:
                 parts.append("nvlink=0")
             parts.append(f"pcie={self.pcie or self.spec.pcie_gen}")
-        if not self.p2p:
-            parts.append("p2p=0")
+        if self.p2p != self.spec.p2p:
+            parts.append(f"p2p={int(bool(self.p2p))}")
         if self.nodes > 1:
             parts += [f"nics_per_node={self.nics_per_node}", f"nic_Gbps={self.nic_Gbps:g}", f"net={self.net}"]
         if self.cpu != "intel":
@@ -223,16 +213,15 @@ class Machine:
             parts.append(f"net_latency_us={self.net_latency_us:g}")
         if self.path is not None:
             parts.append(f"path={self.path}")
+        parts += [f"{name}={value}" for name, value in (("algo", self.algo), ("proto", self.proto)) if value]
         return ",".join(parts)
 
-
-def _nvlink_gen(gpu: str) -> int:
-    """The GPU's NVLink generation: the SXM part's, or its bridge's for a PCIe card (2 Turing, 3 Ampere); 0
-    when it has no NVLink at all."""
-    spec = GPUS[gpu]
-    if spec.nvlink_gen:
-        return spec.nvlink_gen
-    return 0 if spec.nvlinks == 0 else 3 if spec.compute_capability >= 80 else 2
+    def enabled(self, op: str) -> tuple[frozenset[str] | None, frozenset[str] | None]:
+        """(algorithms, protocols) ``algo`` and ``proto`` leave NCCL for ``op`` (commlab's name, e.g.
+        ``all_reduce``); None where the field says nothing for it (NCCL's defaults)."""
+        algos = nccl_env.enabled_names(self.algo, nccl_env.ALGO_NAMES, "algorithm").get(op) if self.algo else None
+        protos = nccl_env.enabled_names(self.proto, nccl_env.PROTO_NAMES, "protocol").get(op) if self.proto else None
+        return algos, protos
 
 
 FIELDS = tuple(f.name for f in fields(Machine))
@@ -242,6 +231,7 @@ _PARSERS = {
     "nvswitch": _bool, "pcie": lambda v, n: _int(v, n, 1), "p2p": _bool, "nics_per_node": lambda v, n: _int(v, n, 0),
     "nvls": _bool, "net": lambda v, n: v.strip().lower(), "cpu": lambda v, n: v.strip().lower(),
     "path": lambda v, n: v.strip().lower(), "net_latency_us": lambda v, n: _float(v, n, low=0.0),
+    "algo": lambda v, n: v.strip(), "proto": lambda v, n: v.strip(),
 }
 
 
@@ -259,16 +249,18 @@ def _float(text: str, name: str, low: float | None = None) -> float:
 
 
 def parse_machine(desc: str) -> Machine:
-    """A :class:`Machine` from ``field=value,field=value``; unknown fields name the accepted ones."""
+    """A :class:`Machine` from ``field=value,field=value``; unknown fields name the accepted ones. A list inside
+    a field (``algo``, ``proto``) separates its names with ``+``: ``proto=LL128+Simple``."""
     if not isinstance(desc, str) or not desc.strip():
-        raise CommlabError(f"a machine description is 'field=value,...' with fields {', '.join(FIELDS)}; got "
-                           f"{desc!r}")
+        raise CommlabError(f"a machine description is 'field=value,...' with fields {', '.join(FIELDS)} (a list in "
+                           f"algo or proto joins its names with '+': proto=LL128+Simple); got {desc!r}")
     values: dict = {}
     for item in desc.split(","):
         if not item.strip():
             continue
         if "=" not in item:
-            raise CommlabError(f"machine description items are field=value, got {item.strip()!r} in {desc!r}")
+            raise CommlabError(f"machine description items are field=value (a list in algo or proto joins its "
+                               f"names with '+', e.g. proto=LL128+Simple), got {item.strip()!r} in {desc!r}")
         key, value = (part.strip() for part in item.split("=", 1))
         name = next((f for f in FIELDS if f.lower() == key.lower()), None)
         if name is None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from commlab.collectives import canonical
 from commlab.cost import nccl_constants as K
@@ -42,10 +42,13 @@ def _log2i(x: int) -> int:
 
 
 def _candidates(op: str, graphs: Mapping[str, Graph], m: Machine) -> list[tuple[str, str]]:
-    """The (algorithm, protocol) pairs enabled for ``op`` on ``m`` (tuning.cc:293-303, 498-541)."""
+    """The (algorithm, protocol) pairs enabled for ``op`` on ``m`` (tuning.cc:293-303, 498-541), within what the
+    machine's ``algo`` / ``proto`` (NCCL_ALGO / NCCL_PROTO) allow (tuning.cc:452-460, 539-540). A given protocol
+    list replaces NCCL's default LL128 rule and the transport's documented NCCL_PROTO (tuning.cc:518)."""
+    algos, protos = m.enabled(op)
     pairs = []
     for algo in K.ALGOS:
-        if algo not in graphs:
+        if algo not in graphs or (algos is not None and algo not in algos):
             continue
         if op in ("broadcast", "reduce") and algo != "Ring":
             continue
@@ -55,6 +58,10 @@ def _candidates(op: str, graphs: Mapping[str, Graph], m: Machine) -> list[tuple[
             continue
         for proto in K.PROTOS:
             if algo in ("NVLS", "NVLSTree") and proto != "Simple":
+                continue
+            if protos is not None:
+                if proto in protos:
+                    pairs.append((algo, proto))
                 continue
             if proto == "LL128" and not (m.has_nvlink and m.compute_capability >= 70):
                 continue                                   # LL128 needs NVLink paths inside the node
@@ -170,7 +177,10 @@ def nccl_tuning_table(op: str, m: Machine, realized: bool = False) -> dict[tuple
         raise CommlabError(f"NCCL's model needs at least 2 ranks; the machine has {m.n_ranks}")
     graphs = nccl_graphs(m)
     table = {}
-    for algo, proto in _candidates(op, graphs, m):
+    pairs = _candidates(op, graphs, m)
+    if not pairs:
+        raise _nothing_enabled(op, graphs, m)
+    for algo, proto in pairs:
         g = _realized(graphs[algo], m, op) if realized else graphs[algo]
         bus = _bus_bw(op, algo, proto, g, m)
         if bus <= 0:
@@ -178,6 +188,15 @@ def nccl_tuning_table(op: str, m: Machine, realized: bool = False) -> dict[tuple
         latency = _latency_us(op, algo, proto, m, realized)
         table[(algo, proto)] = TuningEntry(latency, _alg_bw(op, algo, bus, m.n_ranks), bus)
     return table
+
+
+def _nothing_enabled(op: str, graphs: Mapping[str, Graph], m: Machine) -> CommlabError:
+    """NCCL fails a call its NCCL_ALGO / NCCL_PROTO leave nothing for (enqueue.cc:2063, ncclInvalidUsage)."""
+    free = replace(m, algo=None, proto=None)
+    could = ", ".join(f"{a}/{p}" for a, p in _candidates(op, graphs, free))
+    return CommlabError(f"algo={m.algo or '(any)'} and proto={m.proto or '(any)'} leave NCCL no algorithm/protocol "
+                        f"for {op} on {free.describe()} (it could use {could}); NCCL fails such a call: 'No "
+                        f"algorithm/protocol available' (enqueue.cc:2063)")
 
 
 def _op(op: str) -> str:
