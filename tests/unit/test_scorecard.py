@@ -10,7 +10,7 @@ import pytest
 from commlab.cli import main
 from commlab.cost.fixture_machines import fixture_machine
 from commlab.cost.scorecard import (
-    BW_REGIME_NBYTES, FIT_MEDIAN_GOAL, FIT_P90_GOAL, PREDICTED_BW_GOAL, PREDICTED_MEDIAN_GOAL, scorecard,
+    BW_REGIME_NBYTES, FIT_MEDIAN_GOAL, FIT_P90_GOAL, PREDICTED_BW_GOAL, PREDICTED_MEDIAN_GOAL, score_file, scorecard,
 )
 from commlab.nccl import nccl_tests_log, parse_log
 
@@ -184,3 +184,19 @@ def test_the_measured_time_is_the_faster_of_the_two_timings():
     assert noisy_sc.fitted_median == clean_sc.fitted_median and noisy_sc.fitted_p90 == clean_sc.fitted_p90
     # the out-of-place column alone would have counted the spike as a 3x row
     assert max(r.fastest.time_us / r.oop.time_us for r in noisy.rows if r.size_bytes > 0) <= 1.0
+
+
+def test_a_log_that_forces_the_algorithm_is_predicted_with_it(tmp_path):
+    """NCCL_ALGO on the log's command line (here put into fixture 07's) restricts NCCL's choices: the
+    scorecard and `commlab nccl-tests --machine` predict with what it leaves on, and say so."""
+    text = nccl_tests_log(7).read_text().replace("-b 8 -e 16G", "-x NCCL_ALGO=Ring -b 8 -e 16G")
+    assert "NCCL_ALGO=Ring" in text
+    path = tmp_path / "ring.txt"
+    path.write_text(text)
+    from commlab.cost.machine import parse_machine
+
+    sc = score_file(path, parse_machine("gpu=h100,gpus_per_node=8"))
+    assert sc.machine is not None and sc.machine.algo == "Ring" and "NCCL_ALGO=Ring" in sc.machine_note
+    assert {r.predicted_pair.split("/")[0] for r in sc.rows} == {"Ring"}
+    plain = score_file(nccl_tests_log(7), parse_machine("gpu=h100,gpus_per_node=8"))
+    assert any(r.predicted_pair.startswith("NVLS") for r in plain.rows)

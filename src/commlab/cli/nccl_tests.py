@@ -72,7 +72,12 @@ def _load(path: str, args):
     judged = verdict(summary.peak_busbw_GBps, args.link) if args.link is not None else None
     from commlab.cost.log_model import model_report
 
-    report = model_report(log, read_tuning(text), args.machine_obj)
+    from commlab.cost.nccl_env import machine_for_log
+
+    machine, forced = machine_for_log(args.machine_obj, text)
+    if forced:
+        log.notes.append(forced)
+    report = model_report(log, read_tuning(text), machine)
     return {"path": path, "log": log, "summary": summary, "verdict": judged, "model": report}
 
 

@@ -158,3 +158,16 @@ def apply_forced(machine: Machine, settings: Mapping[str, str]) -> Machine:
     except CommlabError as err:
         shown = ", ".join(f"{k}={v}" for k, v in settings.items())
         raise CommlabError(f"the log sets {shown}: {err}") from None
+
+
+def machine_for_log(machine: Machine | None, text: str) -> tuple[Machine | None, str]:
+    """``machine`` with what the log's text forces (:func:`forced_settings`, :func:`apply_forced`), and a note
+    saying what was applied ("" when nothing was, or there is no machine)."""
+    if machine is None:
+        return None, ""
+    settings = forced_settings(text)
+    forced = apply_forced(machine, settings) if settings else machine
+    if forced == machine:
+        return machine, ""
+    shown = ", ".join(f"{k}={v}" for k, v in settings.items())
+    return forced, f"the log sets {shown}: NCCL considers only what it leaves on ({forced.describe()})"

@@ -267,8 +267,11 @@ def score_file(path: str | Path, machine: Machine | None = None, text: str | Non
             note = f"cannot be described: {note}"
     if not log.rows:
         raise CommlabError(f"no nccl-tests table rows in LOG {str(path)!r}")
+    from commlab.cost.nccl_env import machine_for_log
+
+    machine, forced = machine_for_log(machine, text)
     cluster, cluster_note = shipped_cluster(path)
-    return score_log(log, path.name, machine, note, cluster, cluster_note)
+    return score_log(log, path.name, machine, "; ".join(x for x in (note, forced) if x), cluster, cluster_note)
 
 
 def scorecard(paths=None, machine: Machine | None = None) -> list[LogScore]:
