@@ -73,7 +73,7 @@ def _median_error(key, max_nbytes=None, min_nbytes=0):
     rows = [r for r in log.rows if r.size_bytes > min_nbytes and (max_nbytes is None or r.size_bytes <= max_nbytes)]
     p = predict(log.collective, [r.size_bytes for r in rows], fixture_machine(key).machine,
                 launch=LaunchShape.from_log(log))
-    return float(np.median(np.abs(p.time_s * 1e6 / np.array([r.oop.time_us for r in rows]) - 1)))
+    return float(np.median(np.abs(p.time_s * 1e6 / np.array([r.fastest.time_us for r in rows]) - 1)))
 
 
 def chosen_constants() -> None:
