@@ -104,7 +104,8 @@ _OUTSIDE = {
          "against 23 and 45), from 1 MiB on NCCL's Simple line, not the LL128 line NCCL itself would pick"),
     23: _LEGACY + ("every step on a misaligned block takes the slow path: 0.4-0.5 of the ring rate, alternating "
                    "with the parity of count (half or three quarters of the blocks misaligned); the slow path's "
-                   "rate is in no source, and fixtures 19 and 23 disagree on it, so it is not modelled"),
+                   "rate is in no source (fixture 19 shows it only in its slower, out-of-place column), so it is "
+                   "not modelled"),
 }
 
 
