@@ -136,3 +136,18 @@ def test_a_table_without_the_check_column():
         both = both.replace(oop + "\n", oop + "   " + oop + "\n")
     log = parse_log(both, n_ranks=8)
     assert [r.ip.time_us for r in log.rows] == [80.32, 110.5, 172.6] and log.unreadable == []
+
+
+def test_a_legacy_alltoall_table_with_a_blank_redop_column():
+    """Legacy nccl-tests printed 'redop' in the alltoall header and left it blank in the rows (a real run:
+    microsoft/superbenchmark tests/data/nccl_alltoall.log); the rows are read without it."""
+    header = ("#                                             out-of-place                       in-place\n"
+              "#   size       count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n"
+              "#    (B)  (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)\n")
+    rows = ("      32           1   float            89.00    0.00    0.00    N/A    85.13    0.00    0.00    N/A\n"
+            " 1048576       32768   float            87.42   11.99   10.50    N/A    88.90   11.79   10.32    N/A\n"
+            "8589934592 268435456 float              37984  226.14  197.87    N/A    37946  226.37  198.07    N/A\n")
+    log = parse_log(header + rows, n_ranks=8, collective="alltoall")
+    assert [r.size_bytes for r in log.rows] == [32, 1048576, 8589934592]
+    assert [r.redop for r in log.rows] == ["none"] * 3 and not log.unreadable
+    assert log.rows[1].oop.time_us == 87.42 and log.rows[1].ip is not None and log.rows[1].ip.time_us == 88.90

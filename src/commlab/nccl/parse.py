@@ -77,12 +77,28 @@ def _table_layout(lines: list[Line], header: Layout | None) -> tuple[Layout, boo
     counts = [len(line.text.split()) for line in lines if line.kind == "row"]
     in_place = any(c >= 11 for c in counts) or not counts
     if header is not None:
+        header = _blank_column(header, counts)
         if not header.has_check:
             in_place = any(c >= header.n_head + 2 * header.measure_width for c in counts) or not counts
         return header, in_place
     guesses = Counter(layout_from_tokens(line.text.split()) for line in lines
                       if line.kind == "row" and len(line.text.split()) in (7, 8, 9, 11, 12, 13))
     return (guesses.most_common(1)[0][0] if guesses else Layout()), in_place
+
+
+def _blank_column(header: Layout, counts: list[int]) -> Layout:
+    """The header's layout, or, where no row has its width but every row has one column fewer, the header
+    without its ``redop`` (or else ``root``) column: legacy alltoall tables print ``redop`` in the header and
+    leave it blank in the rows."""
+    def widths(lay: Layout) -> set[int]:
+        return {lay.n_head + lay.measure_width * k for k in (1, 2)}
+
+    if not counts or any(c in widths(header) for c in counts):
+        return header
+    for alt in (replace(header, has_redop=False), replace(header, has_root=False)):
+        if alt != header and all(c in widths(alt) for c in counts):
+            return alt
+    return header
 
 
 @dataclass
