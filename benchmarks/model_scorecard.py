@@ -89,6 +89,27 @@ def chosen_constants() -> None:
                      ("14", "15", "16", "17", "20", "21", "22", "23"))
     print(f"launch {LAUNCH_US_PER_GPU:.2f} us a GPU, chosen on 19's 0-byte rows (not scored); held out, rows "
           f"<= 4 KiB: {held}")
+    tcpxo_hop()
+
+
+def tcpxo_hop() -> None:
+    """TCPXO_HOP_US redone on its calibration run (a 0.5 us grid) and held against log 12."""
+    from importlib import resources
+
+    from commlab.cost.machine import parse_machine
+    from commlab.cost.networks import TCPXO_CALIBRATION_LOG, TCPXO_HOP_US
+    from commlab.cost.scorecard import score_file
+    from commlab.nccl import nccl_tests_log
+
+    desc = "gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=200,net=tcpxo"
+    path = resources.files("commlab") / "data" / "nccl" / TCPXO_CALIBRATION_LOG
+    grid = np.arange(20.0, 80.01, 0.5)
+    medians = [score_file(path, parse_machine(f"{desc},net_latency_us={x:g}")).predicted_median for x in grid]
+    best = float(grid[int(np.argmin(medians))])
+    held = score_file(nccl_tests_log(12), parse_machine(desc))
+    print(f"TCPXO hop {TCPXO_HOP_US:g} us, chosen on {TCPXO_CALIBRATION_LOG} (best on the grid: {best:g} us, median "
+          f"error {100 * min(medians):.1f}%); held out: 12 {100 * held.predicted_median:.1f}% (>= 64 MiB "
+          f"{100 * held.predicted_bw_median:.1f}%)")
 
 
 def main() -> None:

@@ -96,9 +96,6 @@ _OUTSIDE = {
     5: ("across the CPU sockets (SYS) the SHM ring runs at 1.35-1.44 GB/s per GPU, 2.7x slower than on one CPU "
         "of the same server (fixture 06); NCCL's figures for the link between CPUs (10 GB/s Intel UPI, 16 GB/s "
         "AMD; topo.h) do not bind, and no source found gives what does"),
-    12: ("GPUDirect-TCPXO: about 120 us per call and 3-6x slower than NCCL's LL128 line up to 16 MiB; its real "
-         "per-hop latency is published nowhere the model could find (the plugin reports 0), so small and mid "
-         "sizes are predicted with NCCL's own network latency"),
     13: ("GCP A4 runs Google's gIB plugin with its own tuner config (tuner_config_a4.txtpb, unpublished), which "
          "picks the protocol per size: up to 512 KiB the curve lies between NCCL's LL and LL128 lines (36-47 us "
          "against 23 and 45), from 1 MiB on NCCL's Simple line, not the LL128 line NCCL itself would pick"),
