@@ -184,3 +184,18 @@ def test_a_shipped_log_with_a_forced_algorithm_changes_the_prediction():
     free_pick = predict("all_reduce", [2**30], machine).pairs()
     ring_pick = predict("all_reduce", [2**30], forced).pairs()
     assert free_pick == ["NVLS/Simple"] and ring_pick == ["Ring/Simple"]
+
+
+def test_the_nccl_version_a_log_names_and_the_note_for_old_ones():
+    from commlab.cost.nccl_env import machine_for_log, nccl_version, version_note
+    from commlab.cost.machine import parse_machine
+
+    assert nccl_version("[1,0]<stdout>:ip-10-0-0-1:12:12 [0] NCCL INFO NCCL version 2.8.3+cuda11.2") == (2, 8, 3)
+    assert nccl_version("# nccl-tests version 2.17.9 nccl-headers=22903 nccl-library=22903") == (2, 29, 3)
+    assert nccl_version("[gdr116] tid:21762, main(), common.cu:699, NCCL version: 22602, CUDA Runtime") == (2, 26, 2)
+    assert nccl_version("no version here") is None
+    assert "2.8.3 predates 2.12" in version_note("NCCL version 2.8.3+cuda11.2")
+    assert version_note("NCCL version 2.18.3+cuda12.2") == "" and version_note("") == ""
+    m = parse_machine("gpu=a100,gpus_per_node=8")
+    same, note = machine_for_log(m, "NCCL version 2.4.8+cuda10.0\n")
+    assert same == m and "2.4.8" in note

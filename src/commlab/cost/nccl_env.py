@@ -162,12 +162,51 @@ def apply_forced(machine: Machine, settings: Mapping[str, str]) -> Machine:
 
 def machine_for_log(machine: Machine | None, text: str) -> tuple[Machine | None, str]:
     """``machine`` with what the log's text forces (:func:`forced_settings`, :func:`apply_forced`), and a note
-    saying what was applied ("" when nothing was, or there is no machine)."""
+    saying what was applied and whether the log's NCCL is older than the model follows (:func:`version_note`);
+    "" when there is nothing to say, or no machine."""
     if machine is None:
         return None, ""
     settings = forced_settings(text)
     forced = apply_forced(machine, settings) if settings else machine
-    if forced == machine:
-        return machine, ""
-    shown = ", ".join(f"{k}={v}" for k, v in settings.items())
-    return forced, f"the log sets {shown}: NCCL considers only what it leaves on ({forced.describe()})"
+    notes = [version_note(text)]
+    if forced != machine:
+        shown = ", ".join(f"{k}={v}" for k, v in settings.items())
+        notes.insert(0, f"the log sets {shown}: NCCL considers only what it leaves on ({forced.describe()})")
+    return forced, "; ".join(n for n in notes if n)
+
+
+#: The NCCL version whose tuner the predictive model replays (commlab.cost.nccl_constants), and the oldest it is
+#: held to: older releases tune and run differently (before 2.8 a misaligned block is copied element by element,
+#: fixture 23; held-out AWS EFA runs on NCCL 2.8 and 2.4 are 1.4-2.5x slower than the same instances on current
+#: software, shipped log 08).
+REPLAYED_VERSION = (2, 30)
+OLDEST_CLOSE_VERSION = (2, 12)
+_VERSION_TEXT = re.compile(r"NCCL version:?\s+(\d+)\.(\d+)\.(\d+)|nccl-library=(\d{4,6})|NCCL version:\s+(\d{4,6})")
+
+
+def nccl_version(text: str) -> tuple[int, int, int] | None:
+    """The NCCL version a log names: ``NCCL version 2.18.3+cuda12.2`` (NCCL's own line), ``nccl-library=22903``
+    (nccl-tests 2.17's header) or ``NCCL version: 22602`` (NCCL_VERSION_CODE, major*10000 + minor*100 + patch,
+    nccl.h); None when it names none. The last one in the text wins.
+
+    >>> nccl_version("h:1:1 [0] NCCL INFO NCCL version 2.8.3+cuda11.2"), nccl_version("nccl-library=22903")
+    ((2, 8, 3), (2, 29, 3))
+    """
+    found = None
+    for m in _VERSION_TEXT.finditer(text):
+        if m.group(1):
+            found = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        else:
+            code = int(m.group(4) or m.group(5))
+            found = (code // 10000, code // 100 % 100, code % 100)
+    return found
+
+
+def version_note(text: str) -> str:
+    """A note when the log's NCCL is older than :data:`OLDEST_CLOSE_VERSION` ("" otherwise)."""
+    v = nccl_version(text)
+    if v is None or v[:2] >= OLDEST_CLOSE_VERSION:
+        return ""
+    return (f"the log's NCCL {'.'.join(map(str, v))} predates {'.'.join(map(str, OLDEST_CLOSE_VERSION))}: the model "
+            f"replays NCCL {'.'.join(map(str, REPLAYED_VERSION))}'s tuner, whose choices and speeds an NCCL this old "
+            "may not share (NVLS, PAT and today's per-architecture caps came later)")
