@@ -219,3 +219,19 @@ def test_the_tcpxo_hop_is_chosen_on_its_calibration_run_and_holds_on_log_12():
     assert min(medians) <= PREDICTED_MEDIAN_GOAL
     held = score_file(nccl_tests_log(12), parse_machine(desc))          # the constant itself, not an override
     assert held.meets_predicted_goals() is True
+
+
+def test_the_repeat_spread_is_how_far_the_two_timings_of_a_size_disagree():
+    from commlab.cost.scorecard import repeat_spread, score_log
+
+    log = parse_log(nccl_tests_log(7).read_text())
+    rows = [r for r in log.rows if r.size_bytes > 0]
+    ratios = np.array([max(r.oop.time_us, r.ip.time_us) / min(r.oop.time_us, r.ip.time_us) - 1 for r in rows])
+    assert repeat_spread(log) == float(np.percentile(ratios, 90))
+    assert score_log(log, "07").to_json()["fitted"]["repeat_spread_p90"] == repeat_spread(log)
+    # a log whose timings jump between the two columns (every other size 5x slower in one of them) is flagged
+    jumpy = replace(log, rows=[replace(r, oop=replace(r.oop, time_us=r.oop.time_us * (5 if i % 2 else 1)))
+                               for i, r in enumerate(log.rows)])
+    assert repeat_spread(jumpy) > 3.0
+    no_ip = replace(log, rows=[replace(r, ip=None) for r in log.rows])
+    assert repeat_spread(no_ip) is None
