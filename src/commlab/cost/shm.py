@@ -1,10 +1,32 @@
 """NCCL's SHM transport: GPU to GPU through host memory, when CUDA peer-to-peer is off or unsupported.
 
-How the bytes move (NVIDIA/nccl ``src/transport/shm.cc``): the connection's buffer is host memory on the
-receiver's NUMA node (``NCCL_SHM_LOCALITY`` defaults to the receiver side, shm.cc:56); the sender's SMs store
-into it across PCIe, the receiver's SMs load from it across PCIe. Every byte crosses PCIe twice, up the
-sender's link and down the receiver's, and between CPUs also crosses their interconnect. (NCCL 2.13 to 2.29
-could move it with copy engines instead, ``NCCL_SHM_USE_CUDA_MEMCPY``; off by default, removed in 2.30.)
+When NCCL picks it (NVIDIA/nccl, file:line at a release tag): ``p2pCanConnect`` refuses P2P when
+``ncclTopoCheckP2p`` says the path is beyond the P2P level, which ``NCCL_P2P_DISABLE=1`` sets to none
+(v2.16.2-1 ``src/graph/paths.cc:279-285``), and when ``cudaDeviceCanAccessPeer`` returns 0, as on GeForce cards
+with the stock driver (v2.16.2-1 ``src/transport/p2p.cc:136-168``; v2.30.3-1 ``p2p.cc:174-206``); the next
+transport tried is SHM. Both cases, in one process (``-g N``) or in several, give the same transport and the
+same copy. (From 2.23 the default P2P level is PXB on every host, so GPUs under different host bridges use SHM
+unless the host is AMD with at most 2 GPUs: v2.23.4-1 onward, v2.30.3-1 ``paths.cc:338-343``; up to 2.22 it was
+SYS except on Intel, ARM and Zhaoxin hosts, v2.16.2-1 ``paths.cc:276-295``.)
+
+How the bytes move (``src/transport/shm.cc``, unchanged from 2.16 to 2.30 in what follows): the connection's
+buffer is host memory allocated by the receiver (``NCCL_SHM_LOCALITY`` defaults to the receiver side, v2.16.2-1
+``shm.cc:45,110-114``; v2.30.3-1 ``shm.cc:72,145``); the sender's SMs store into it across PCIe, the receiver's
+SMs load from it across PCIe (``via SHM/direct/direct``, ``shm.cc:95``). Every byte crosses PCIe twice, up the
+sender's link and down the receiver's, and between CPUs also crosses their interconnect. NCCL 2.13 to 2.30.4
+could stage it with copy engines instead (``NCCL_SHM_USE_CUDA_MEMCPY``, default 0, ``shm.cc:41``), removed in
+2.30.7 (commit 1fae0736). What did change is the host memory itself:
+
+* up to 2.23, and later where the driver is older than CUDA 12.6: a ``/dev/shm`` file, ``mmap``-ed and pinned
+  with ``cudaHostRegister`` (v2.16.2-1 ``src/misc/shmutils.cc:69,79,103``), i.e. ordinary small pages placed
+  where the creating process first touches them;
+* from 2.24 with a CUDA 12.6 or newer driver: ``cuMemCreate`` pinned host memory on the NUMA node of the
+  allocating (receiving) GPU (v2.24.3-1 ``src/include/alloc.h:34-66``, ``src/transport/shm.cc:526-531``;
+  default on when the driver reports 12060 or more, ``src/misc/cudawrap.cc:69``; off by default in 2.23,
+  ``cudawrap.cc:14``).
+
+The machine description names neither the NCCL version nor the driver, so this module cannot tell the two
+apart; the rates below are all from the first kind (NCCL 2.16.2 logs, and logs of unknown version).
 
 Two regimes, by what a GPU does at once:
 
@@ -20,6 +42,19 @@ Two regimes, by what a GPU does at once:
 
 Between CPUs (``path=sys``) and through a shared PCIe switch (``pix``/``pxb``) the rate is further bounded by the
 CPU interconnect (NCCL's own figures, topo.h) and by the shared uplink.
+
+What the single two-way rate does not explain (all_reduce busbw at the largest sizes, GB/s per GPU):
+5.2 on a DGX A100 with AMD EPYC hosts (NCCL 2.16.2, shipped log 02), 1.4 on 4 A40 across Intel sockets (2.16.2,
+log 05), 14.9 on 8 RTX 4090 under 2 AMD EPYC 7542 (all pairs SYS, NCCL version unknown, driver 550-era so the
+``/dev/shm`` kind of memory even if NCCL is 2.24 or later), 2.6 on 4 RTX 4090 in docker (about NCCL 2.19),
+5.2-5.4 on 4 A100-PCIe across 2 sockets, 27.3 on 4 RTX 5090 on AMD Genoa (PCIe 5, NCCL 2.26.2, so likely the
+``cuMemCreate`` kind). The same CPU vendor (AMD: 5.2 and 14.9), GPU (RTX 4090: 14.9 and 2.6), PCIe generation
+(4.0: 1.4 to 14.9) and path (SYS: 1.4 to 14.9) give rates 3-6x apart, and NCCL's Simple-protocol thread count
+(256 when the ring's planned bandwidth is at most 12 GB/s, else 512: v2.16.2-1 ``src/graph/tuning.cc:95``),
+the one Little's-law lever these fields decide, would by the ring search's speed steps (``search.cc:729``; not
+printed in these logs) give 512 threads to both 02 (5.2) and the RTX 4090 host (14.9), and 256 and 512 to
+fixtures 14 and 06, which run at the same rate. So no rule over the described
+fields separates them; the rate stays the one chosen on fixture 06, and the logs above are where it misses.
 
 >>> from commlab.cost.machine import parse_machine
 >>> rtx = parse_machine("gpu=rtx2080ti,gpus_per_node=2,pcie=3,p2p=0,path=pix")
