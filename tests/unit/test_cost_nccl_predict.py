@@ -80,7 +80,7 @@ def test_the_pick_is_the_least_time_and_the_smallest_sizes_use_ll():
 
 
 @pytest.mark.parametrize("desc, algo, sizes_chunks", [
-    # one H100 node, NVLS: 128 KiB halved under 64, 8, 2 x (16 channels x 8 heads) chunks (enqueue.cc:2273-2275)
+    # one H100 node, NVLS: 128 KiB halved under 64, 8, 2 x (16 channels x 8 heads) chunks (enqueue.cc:2272-2274)
     ("gpu=h100,gpus_per_node=8", "NVLS",
      [(2**23 - 1, 16384), (2**23, 32768), (2**26, 65536), (2**30 - 1, 65536), (2**30, 131072)]),
     # 2 H100 nodes, NVLSTree: 128 KiB; 64 KiB under 4 x 128 chunks of 128 KiB; 32 KiB under 128 of 64 KiB
