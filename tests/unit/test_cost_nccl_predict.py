@@ -73,8 +73,40 @@ def test_the_pick_is_the_least_time_and_the_smallest_sizes_use_ll():
     stacked = np.stack([p.table[k] for k in p.table])
     # NCCL's choice is by its budget; on one NVSwitch node the realised times differ only for Ring/Tree
     assert np.all(p.time_s * 1e6 <= stacked.max(axis=0))
-    assert p.nccl_time_us[-1] == pytest.approx(p.time_s[-1] * 1e6)          # NVLS: budget = realised
+    # NVLS: budget = realised but for the pipeline fill: 2 chunks of 128 KiB (>= 1 GiB) on 16 channels x 8 heads
+    fill_us = 2 * 131072 * 16 * 8 / (1000 * nccl_tuning_table("all_reduce", H100x8)[("NVLS", "Simple")].algbw_GBps)
+    assert p.time_s[-1] * 1e6 == pytest.approx(p.nccl_time_us[-1] + fill_us)
     assert p.busbw_GBps[-1] == pytest.approx(476.0, rel=0.01)
+
+
+@pytest.mark.parametrize("desc, algo, sizes_chunks", [
+    # one H100 node, NVLS: 128 KiB halved under 64, 8, 2 x (16 channels x 8 heads) chunks (enqueue.cc:2272-2274)
+    ("gpu=h100,gpus_per_node=8", "NVLS",
+     [(2**23 - 1, 16384), (2**23, 32768), (2**26, 65536), (2**30 - 1, 65536), (2**30, 131072)]),
+    # 2 H100 nodes, NVLSTree: 128 KiB; 64 KiB under 4 x 128 chunks of 128 KiB; 32 KiB under 128 of 64 KiB
+    ("gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400", "NVLSTree",
+     [(2**23 - 1, 32768), (2**23, 65536), (2**26 - 1, 65536), (2**26, 131072)]),
+    # 4+ nodes: NVLSTree's chunk is capped at 64 KiB (nvls.cc:227-229)
+    ("gpu=h100,gpus_per_node=8,nodes=8,nics_per_node=8,nic_Gbps=400", "NVLSTree", [(2**23, 65536), (2**33, 65536)]),
+])
+def test_nvls_chunk_follows_calc_coll_chunking(desc, algo, sizes_chunks):
+    from commlab.cost.nccl_table import nvls_chunk_bytes
+    m = parse_machine(desc)
+    heads = nccl_graphs(m)[algo].n_channels
+    assert [nvls_chunk_bytes(algo, s, m, heads) for s, _ in sizes_chunks] == [c for _, c in sizes_chunks]
+
+
+def test_pipeline_fill_only_on_nvls_all_reduce():
+    m = parse_machine("gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400")
+    sizes = np.array([2.0**22, 2.0**26])
+    p = predict("all_reduce", sizes, m)
+    real = nccl_tuning_table("all_reduce", m, realized=True)
+    ring = real[("Ring", "Simple")]
+    bare = ring.latency_us * 1.4 + sizes / (1000 * ring.algbw_GBps)             # ring plateau, no fill
+    assert p.table[("Ring", "Simple")] == pytest.approx(bare)
+    nvt = real[("NVLSTree", "Simple")]
+    fill = 2 * np.array([32768, 131072]) * 16 * 8 / (1000 * nvt.algbw_GBps)   # 32 KiB at 4 MiB, 128 KiB at 64
+    assert p.table[("NVLSTree", "Simple")] == pytest.approx(nvt.latency_us + sizes / (1000 * nvt.algbw_GBps) + fill)
 
 
 def test_vectorised_equals_scalar_calls():

@@ -137,6 +137,22 @@ MAX_NVLS_ARITY = 32
 #: 4 channels: search.cc:1036-1048
 DUP_MIN_SPEED_GBPS = 25.0
 
+#: NVLS channels (CTAs) per collective, by GPU: NVLS_NCHANNELS_SM90 16, NVLS_NCHANNELS_SM100 32 (across nodes) and
+#: NVLS_NCHANNELS_SM100_NVL 24 (one node), src/transport/nvls.cc:155-157 and 209-214; NCCL launches all of them at
+#: every size (enqueue.cc:2084-2090: no per-size reduction for NVLS / NVLSTree, unlike Ring and Tree)
+NVLS_NCHANNELS = MappingProxyType({"sm90": 16, "sm100_nodes": 32, "sm100_one_node": 24})
+#: NCCL_NVLS_CHUNKSIZE default 128 KiB (nvls.cc:160); NVLSTree's cap on 4+ nodes 64 KiB (nvls.cc:226-229)
+NVLS_CHUNK_BYTES = 128 * 1024
+NVLS_TREE_MAX_CHUNK_BYTES_4_NODES = 64 * 1024
+#: how calcCollChunking shrinks the chunk for a size: (multiple of concurrentOps x chunk the size must reach, chunk
+#: above which the rule applies, chunk it sets); NVLS enqueue.cc:2272-2274, NVLSTree enqueue.cc:2282-2285
+NVLS_CHUNK_RULES = ((64, 65536, 65536), (8, 32768, 32768), (2, 16384, 16384))
+NVLS_TREE_CHUNK_RULES = ((32, 262144, 262144), (16, 131072, 131072), (4, 65536, 65536), (1, 32768, 32768))
+#: chunk times a (channel, head) pipeline spends filling before it streams: the NVLS kernels run each chunk through
+#: three warp groups in series (scatter -> reduce, with the tree's send/recv -> gather; device/all_reduce.h:390-520
+#: and 527-640), so the first chunk is two chunk times behind the stream
+NVLS_PIPELINE_FILL_CHUNKS = 2
+
 
 def arch_of(compute_capability: int) -> str:
     """NCCL's compCapIndex (tuning.cc:263-266): volta below sm80, ampere 80-89, hopper 90-99, blackwell 100+."""

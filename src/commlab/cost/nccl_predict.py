@@ -30,9 +30,12 @@ The pieces, with their lines (constants and sources in :mod:`commlab.cost.nccl_c
 What NCCL's model is, and is not: a ranking made at initialisation, calibrated to pick well, not to time
 well. So the pick is NCCL's, and its time is taken as the machine runs it: the links' total inside a node,
 host-memory staging with P2P off (:mod:`commlab.cost.shm`), each network hop's real cost
-(:mod:`commlab.cost.networks`), and the launch floor of a thread driving several GPUs
-(:mod:`commlab.cost.launch`). Measured curves still sit above it at mid sizes (pipeline fill, fewer channels
-than the budget; fixture 07 at 2-32 MiB runs 25-35% slower than NCCL's NVLS line).
+(:mod:`commlab.cost.networks`), the launch floor of a thread driving several GPUs
+(:mod:`commlab.cost.launch`), and the pipeline fill of NVLS / NVLSTree all-reduce, which NCCL's line leaves
+out: two chunk times of a (channel, head) pipe, the chunk as ``calcCollChunking`` sizes it (:func:`_nvls_fill_us`;
+without it fixture 07 at 2-32 MiB runs 25-50% slower than the NVLS line, 4% with it). Ring and Tree keep NCCL's
+line: their channels are not cut at these sizes (``nBytes < nc x nThreads x threadThreshold``, enqueue.cc:2093,
+only below about 1 MiB for Simple), and their mid-size gap (Tree/LL128 at 1-16 MiB across nodes) is not modelled.
 :mod:`commlab.cost.scorecard` holds both models against the real logs.
 
 >>> from commlab.cost.machine import parse_machine
@@ -41,7 +44,7 @@ than the budget; fixture 07 at 2-32 MiB runs 25-35% slower than NCCL's NVLS line
 >>> p.pairs()
 ['Ring/LL', 'Ring/LL', 'NVLS/Simple', 'NVLS/Simple']
 >>> [round(float(x), 1) for x in p.busbw_GBps]
-[0.0, 65.5, 181.6, 475.8]
+[0.0, 65.5, 131.4, 474.9]
 """
 from __future__ import annotations
 
@@ -56,14 +59,34 @@ from commlab.cost import nccl_constants as K
 from commlab.cost.launch import LaunchShape
 from commlab.cost.machine import Machine
 from commlab.cost.nccl_graphs import nccl_graphs
-from commlab.cost.nccl_table import OPS, TuningEntry, _op, nccl_tuning_table
+from commlab.cost.nccl_table import OPS, TuningEntry, _op, nccl_tuning_table, nvls_chunk_bytes, nvls_tuning
 from commlab.errors import CommlabError
 
 __all__ = ["OPS", "Prediction", "TuningEntry", "nccl_tuning_table", "predict"]
 
+def _nvls_fill_us(op: str, algo: str, e: TuningEntry, s: np.ndarray, m: Machine) -> np.ndarray:
+    """The pipeline fill NCCL's time leaves out, us, for an NVLS / NVLSTree all-reduce (0 for the others).
+
+    NCCL launches all ``nvlsChannels`` at every size (enqueue.cc:2084-2090) and cuts each (channel, head)
+    share into chunks (:func:`~commlab.cost.nccl_table.nvls_chunk_bytes`); every chunk passes three warp
+    groups in series (scatter, reduce with the tree's network hops, gather: device/all_reduce.h:390-640), so
+    the stream starts two chunk times late. One chunk time is a (channel, head) pipe's share of the bandwidth:
+    ``chunk x nvlsChannels x nHeads / algbw``::
+
+        fill_us = 2 x chunk x nvlsChannels x nHeads / (1000 x algbw_GBps)
+    """
+    if op != "all_reduce" or algo not in ("NVLS", "NVLSTree"):
+        return np.zeros(s.shape)
+    n_heads = nccl_graphs(m)[algo].n_channels
+    n_ch = nvls_tuning(m)[0]
+    chunk = np.array([nvls_chunk_bytes(algo, float(x), m, n_heads) for x in s.ravel()]).reshape(s.shape)
+    return K.NVLS_PIPELINE_FILL_CHUNKS * chunk * n_ch * n_heads / (1000.0 * e.algbw_GBps)
+
+
 def _pair_time_us(op: str, algo: str, proto: str, e: TuningEntry, s: np.ndarray, m: Machine,
-                  runtime_channels: int) -> np.ndarray:
-    """ncclTopoGetAlgoTime (tuning.cc:630-655) over an array of sizes."""
+                  runtime_channels: int, real: bool = False) -> np.ndarray:
+    """ncclTopoGetAlgoTime (tuning.cc:630-655) over an array of sizes; ``real`` adds the pipeline fill NCCL's
+    estimate leaves out (:func:`_nvls_fill_us`)."""
     bw = np.full(s.shape, e.algbw_GBps)
     lat = np.full(s.shape, e.latency_us)
     if algo == "Tree" and op == "all_reduce":
@@ -74,7 +97,8 @@ def _pair_time_us(op: str, algo: str, proto: str, e: TuningEntry, s: np.ndarray,
     if algo == "Ring" and proto == "Simple" and m.nodes > 1 and op == "all_reduce":
         plateau = K.RING_PLATEAU_FACTOR["pre_sm80" if m.compute_capability < 80 else "sm80_up"]
         lat = np.where(s / (runtime_channels * m.n_ranks) >= 64, lat * plateau, lat)
-    return lat + s / (1000.0 * bw)
+    fill = _nvls_fill_us(op, algo, e, s, m) if real else 0.0
+    return lat + s / (1000.0 * bw) + fill
 
 
 @dataclass(frozen=True)
@@ -123,10 +147,11 @@ class Prediction:
         return [(int(sizes[i]), labels[i - 1], labels[i]) for i in range(1, len(labels)) if labels[i] != labels[i - 1]]
 
 
-def _times(op: str, table, s: np.ndarray, m: Machine) -> tuple[list, np.ndarray]:
+def _times(op: str, table, s: np.ndarray, m: Machine, real: bool = False) -> tuple[list, np.ndarray]:
     runtime_channels = min(K.MAX_CHANNELS, 2 * nccl_graphs(m)["Ring"].n_channels)    # connect.cc:460
     pairs = list(table)
-    return pairs, np.stack([_pair_time_us(op, a, p, table[(a, p)], s, m, runtime_channels) for a, p in pairs])
+    return pairs, np.stack([_pair_time_us(op, a, p, table[(a, p)], s, m, runtime_channels, real)
+                            for a, p in pairs])
 
 
 def predict(op: str, nbytes, m: Machine, launch: LaunchShape | None = None) -> Prediction:
@@ -144,7 +169,7 @@ def predict(op: str, nbytes, m: Machine, launch: LaunchShape | None = None) -> P
     if launch is not None and not isinstance(launch, LaunchShape):
         raise CommlabError(f"launch must be a LaunchShape (commlab.cost.launch), got {launch!r}")
     pairs, model = _times(op, nccl_tuning_table(op, m), s, m)
-    _, real = _times(op, nccl_tuning_table(op, m, realized=True), s, m)
+    _, real = _times(op, nccl_tuning_table(op, m, realized=True), s, m, real=True)
     if launch is not None:
         real = np.maximum(real, launch.floor_us)
     best = np.argmin(model, axis=0)

@@ -190,6 +190,51 @@ def nccl_tuning_table(op: str, m: Machine, realized: bool = False) -> dict[tuple
     return table
 
 
+def nvls_tuning(m: Machine) -> tuple[int, int, int]:
+    """(nvlsChannels, chunk bytes, NVLSTree's largest chunk) as ``ncclNvlsTuning`` sets them (nvls.cc:202-240),
+    with the sm100 multi-node table of ``ncclNvlsTreeSm100Tuning`` (nvls.cc:163-199). The NIC is taken to sit
+    on the GPU's PCIe switch (PXB or closer) when the node has a NIC per GPU.
+
+    >>> from commlab.cost.machine import parse_machine
+    >>> nvls_tuning(parse_machine("gpu=h100,gpus_per_node=8,nodes=4,nics_per_node=8,nic_Gbps=400"))
+    (16, 131072, 65536)
+    """
+    sm100, nodes, ppn = m.compute_capability >= 100, m.nodes, m.gpus_per_node
+    n_ch = (K.NVLS_NCHANNELS["sm100_nodes"] if nodes > 1 else K.NVLS_NCHANNELS["sm100_one_node"]) if sm100 \
+        else K.NVLS_NCHANNELS["sm90"]
+    chunk, tree_max = K.NVLS_CHUNK_BYTES, 0
+    if sm100 and nodes > 1:
+        nic, pxb, kib = m.nic_GBps, m.nics_per_node >= ppn, 1024
+        if nodes == 2 and nic >= 48.0:
+            n_ch, tree_max = 32, 128 * kib
+            if ppn <= 4:
+                chunk = tree_max = 256 * kib
+            elif ppn >= 16 or (ppn <= 8 and pxb and nic < 96.0):
+                tree_max = 64 * kib
+        elif nic >= 96.0:
+            n_ch, chunk, tree_max = (24, 256 * kib, 256 * kib) if ppn <= 8 else (32, chunk, 128 * kib if ppn < 32
+                                                                                  else 64 * kib)
+        elif nic >= 48.0:
+            n_ch, tree_max = 24, 64 * kib if pxb else 128 * kib
+    if tree_max == 0:
+        tree_max = K.NVLS_TREE_MAX_CHUNK_BYTES_4_NODES if nodes >= 4 else chunk
+    return n_ch, chunk, tree_max
+
+
+def nvls_chunk_bytes(algo: str, nbytes: float, m: Machine, n_heads: int) -> int:
+    """The chunk ``calcCollChunking`` gives an NVLS or NVLSTree all-reduce of ``nbytes`` (enqueue.cc:2258-2285):
+    the largest chunk, halved while the size is under a multiple of ``nvlsChannels x nHeads`` chunks."""
+    n_ch, chunk, tree_max = nvls_tuning(m)
+    concurrent = n_ch * n_heads
+    rules: tuple[tuple[int, int, int], ...] = K.NVLS_CHUNK_RULES
+    if algo == "NVLSTree":
+        chunk, rules = min(chunk, tree_max), K.NVLS_TREE_CHUNK_RULES
+    for times, above, to in rules:
+        if nbytes < times * concurrent * chunk and chunk > above:
+            chunk = to
+    return chunk
+
+
 def _nothing_enabled(op: str, graphs: Mapping[str, Graph], m: Machine) -> CommlabError:
     """NCCL fails a call its NCCL_ALGO / NCCL_PROTO leave nothing for (enqueue.cc:2063, ncclInvalidUsage)."""
     free = replace(m, algo=None, proto=None)
