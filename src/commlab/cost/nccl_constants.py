@@ -150,7 +150,9 @@ NVLS_CHUNK_RULES = ((64, 65536, 65536), (8, 32768, 32768), (2, 16384, 16384))
 NVLS_TREE_CHUNK_RULES = ((32, 262144, 262144), (16, 131072, 131072), (4, 65536, 65536), (1, 32768, 32768))
 #: chunk times a (channel, head) pipeline spends filling before it streams: the NVLS kernels run each chunk through
 #: three warp groups in series (scatter -> reduce, with the tree's send/recv -> gather; device/all_reduce.h:390-520
-#: and 527-640), so the first chunk is two chunk times behind the stream
+#: and 527-640), so the first chunk is two chunk times behind the stream. The kernels give the structure, not a
+#: measured delay: on 2 nodes the real runs fit 2 and 2 x tree depth alike; real 4- and 8-node H100 runs
+#: (NVIDIA/nccl-tests issue 309) prefer 2, so the choice between the two was made on those runs
 NVLS_PIPELINE_FILL_CHUNKS = 2
 
 
