@@ -168,7 +168,7 @@ def _dfs(m: Machine, speed: float, ring: bool, min_ch: int, max_ch: int, same: b
 
 def mesh_search(m: Machine, ring: bool, min_ch: int = 1, max_ch: int = K.MAX_RING_SEARCH_CHANNELS
                 ) -> tuple[int, float, float] | None:
-    """ncclTopoCompute (search.cc:1093-1300) on one node of point-to-point NVLink: (channels, bwIntra, bwInter)
+    """ncclTopoCompute (search.cc:1074-1300) on one node of point-to-point NVLink: (channels, bwIntra, bwInter)
     of a ring (``ring``) or a tree's chain, or None when NVLink alone holds no channel (NCCL then tries PCIe).
 
     Pass 1 tries each speed from the first the links allow (at most the best pair's bandwidth, channels x speed at

@@ -6,10 +6,10 @@ link between the two GPUs in that direction (``followPath``, ``search.cc:80-123`
 without enough left fails. The first channel tries the PCI order (0, 1, 2, ...) first, then every start GPU;
 each further channel first replays the previous one, and, unless it must be the same (``sameChannels``), tries
 every other order. At each GPU the next one is taken by the pair's bandwidth, then counting on from the GPU
-(``ncclTopoSearchNextGpuSort``, ``search.cc:252-283``, 196-208). A graph is kept when its channels x speed beat
-the best (``ncclTopoCompareGraphs``, ``search.cc:449-469``); every step costs one unit of a time budget and
-the search stops at ``maxChannels`` (``search.cc:618-640``). :func:`replay` does the same in Python, over
-direct NVLink pairs only (paths through PCIe or a third GPU carry less than any NVLink ring's speed).
+(``ncclTopoSearchNextGpuSort``, ``search.cc:253-291``; ``cmpScore``, 201-210). A graph is kept when its
+channels x speed beat the best (``ncclTopoCompareGraphs``, ``search.cc:445-469``); every step costs one unit of
+a time budget and the search stops at ``maxChannels`` (``search.cc:623-640``). :func:`replay` does the same
+in Python, over direct NVLink pairs only (paths through PCIe or a third GPU are left out).
 
 >>> v100 = {(0, 1): 40.0, (1, 2): 40.0, (0, 2): 40.0}       # 3 GPUs, NV2 between each pair
 >>> replay(3, v100, 40.0, True, 1, 32, False, 1 << 14, None)[0]   # the triangle, both ways
@@ -24,7 +24,7 @@ _PCI, _REPLAY = 1, 2                                      # FORCED_ORDER_PCI, FO
 
 @dataclass
 class _Dfs:
-    """One ncclTopoSearchRec over point-to-point NVLink pairs at one speed (search.cc:598-714, 849-882)."""
+    """One ncclTopoSearchRec over point-to-point NVLink pairs at one speed (search.cc:621-714, 849-882)."""
 
     n: int
     pair_bw: dict
@@ -40,7 +40,7 @@ class _Dfs:
         self.cap = {}
         for (a, b), bw in self.pair_bw.items():
             self.cap[(a, b)] = self.cap[(b, a)] = bw      # each direction of a link has its bandwidth
-        # ncclTopoSearchNextGpuSort (search.cc:252-283): by the pair's bandwidth, then from the GPU onwards
+        # ncclTopoSearchNextGpuSort (search.cc:253-291): by the pair's bandwidth, then from the GPU onwards
         self.pref = {g: self._order(g) for g in range(self.n)}
         self.channels: list[list[int]] = []
         self._search_rec()
