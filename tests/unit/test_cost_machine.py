@@ -70,7 +70,8 @@ def test_new_fields_default_to_what_old_descriptions_meant():
     old = parse_machine("gpu=a100,gpus_per_node=8,nodes=2,nics_per_node=4,nic_Gbps=100,net=efa")
     assert old.net_latency_us is None and old.path is None
     assert old.describe() == "gpu=a100,gpus_per_node=8,nodes=2,nvlink=3,nvswitch=1,nics_per_node=4,nic_Gbps=100,net=efa"
-    assert FIELDS[-4:-2] == ("net_latency_us", "path")               # appended: positional use is unchanged
+    assert FIELDS[-5:-3] == ("net_latency_us", "path")               # appended: positional use is unchanged
+    assert FIELDS[-1] == "nvlink_topology" and old.nvlink_topology is None
 
 
 def test_new_fields_round_trip():

@@ -30,6 +30,7 @@ from types import MappingProxyType
 
 from commlab.cost import nccl_constants as K
 from commlab.cost import nccl_env
+from commlab.cost import nvlink_topology as topo
 from commlab.cost.gpus import GPUS, Gpu, nvlink_gen
 from commlab.cost.networks import NET_TYPES
 from commlab.errors import CommlabError
@@ -77,7 +78,8 @@ class Machine:
     nvlinks: int | None = None
     """NVLink links per GPU. Default: the GPU's."""
     nvswitch: bool | None = None
-    """Every GPU reaches every other through NVSwitches (DGX/HGX). Default: with NVLink and > 2 GPUs."""
+    """Every GPU reaches every other through NVSwitches (DGX/HGX). Default: with NVLink and > 2 GPUs, except
+    8 or fewer Pascal/Volta GPUs (DGX-1, HGX-1, DGX Station: no NVSwitch before DGX-2)."""
     pcie: int | None = None
     """PCIe generation of the GPUs' x16 links. Default: the GPU's."""
     p2p: bool | None = None
@@ -105,6 +107,10 @@ class Machine:
     proto: str | None = None
     """NCCL_PROTO: the protocols NCCL may choose (``Simple``, ``^LL128``, ``LL128+Simple``); None: NCCL's
     defaults. Any list turns LL128 on or off outright, as in NCCL (tuning.cc:446, 518)."""
+    nvlink_topology: str | None = None
+    """How the NVLink links join the GPUs: switch, mesh, dgx1 or per-pair counts ``0-1:2+0-2:1``
+    (:mod:`commlab.cost.nvlink_topology`). Default: switch with an NVSwitch, else dgx1 for 8 Pascal/Volta GPUs,
+    else mesh."""
 
     def __post_init__(self) -> None:
         if self.gpu not in GPUS:
@@ -128,9 +134,23 @@ class Machine:
             raise CommlabError(f"machine field net_latency_us must be a number >= 0, got {self.net_latency_us!r}")
         if self.cpu not in CPUS:
             raise CommlabError(f"unknown cpu {self.cpu!r}; expected one of: {', '.join(CPUS)}")
+        self._check_topology()
         if self.nodes > 1 and not (self.nics_per_node >= 1 and self.nic_Gbps > 0):
             raise CommlabError(f"a machine of {self.nodes} nodes needs nics_per_node >= 1 and nic_Gbps > 0, got "
                                f"nics_per_node={self.nics_per_node}, nic_Gbps={self.nic_Gbps}")
+
+    def _check_topology(self) -> None:
+        if self.nvlink_topology is None:
+            if self.has_nvlink and not self.has_nvswitch:
+                _ = self.nvlink_pairs                         # a mesh the GPU's links cannot make says so now
+            return
+        if not self.has_nvlink:
+            raise CommlabError(f"nvlink_topology={self.nvlink_topology} needs NVLink between >= 2 GPUs; the machine "
+                               f"has none (gpu={self.gpu}, nvlink={self.nvlink}, gpus_per_node={self.gpus_per_node})")
+        name = topo.canonical(self.nvlink_topology, self.gpus_per_node, self.links)
+        object.__setattr__(self, "nvlink_topology", name)
+        if self.nvswitch is not None and self.nvswitch != (name == "switch"):
+            raise CommlabError(f"nvswitch={int(self.nvswitch)} contradicts nvlink_topology={name}")
 
     # -- what the model reads -------------------------------------------------------------------------------
     @property
@@ -158,7 +178,29 @@ class Machine:
     def has_nvswitch(self) -> bool:
         if not self.has_nvlink:
             return False
-        return self.nvswitch if self.nvswitch is not None else self.gpus_per_node > 2
+        if self.nvlink_topology is not None:
+            return self.nvlink_topology == "switch"
+        if self.nvswitch is not None:
+            return self.nvswitch
+        return self.gpus_per_node > 2 and not (self.compute_capability < 80 and self.gpus_per_node <= 8)
+
+    @property
+    def nvlink_layout(self) -> str | None:
+        """The NVLink layout in use: the given ``nvlink_topology``, else switch, dgx1 (8 Pascal/Volta GPUs) or
+        mesh; None without NVLink."""
+        if not self.has_nvlink:
+            return None
+        if self.nvlink_topology is not None:
+            return self.nvlink_topology
+        if self.has_nvswitch:
+            return "switch"
+        return "dgx1" if self.gpus_per_node == 8 and self.compute_capability < 80 and self.links in (4, 6) else "mesh"
+
+    @property
+    def nvlink_pairs(self) -> dict[tuple[int, int], int] | None:
+        """Links between each pair of GPUs (a < b) without an NVSwitch; None with one or without NVLink."""
+        layout = self.nvlink_layout
+        return None if layout is None else topo.pairs(layout, self.gpus_per_node, self.links)
 
     @property
     def has_nvls(self) -> bool:
@@ -171,9 +213,13 @@ class Machine:
 
     @property
     def intra_total_GBps(self) -> float:
-        """NCCL's totalBw of a GPU (search.cc:30-38): the sum of its NVLink links, else its PCIe link."""
+        """NCCL's totalBw of a GPU (search.cc:30-38): the sum of its NVLink links, else its PCIe link. Without an
+        NVSwitch only links to the node's other GPUs count (topo.cc drops the rest): the busiest GPU's."""
         if self.has_nvlink:
-            return round(self.links * K.nvlink_bw_GBps(self.compute_capability), 3)
+            pairs = self.nvlink_pairs
+            links = self.links if pairs is None else max(
+                sum(k for (a, b), k in pairs.items() if g in (a, b)) for g in range(self.gpus_per_node))
+            return round(links * K.nvlink_bw_GBps(self.compute_capability), 3)
         return self.pcie_GBps
 
     @property
@@ -185,7 +231,7 @@ class Machine:
         """The same machine with every default written out."""
         return replace(self, nvlink=(self.nvlink if self.nvlink is not None else self.spec.nvlink_gen),
                        nvlinks=self.links, nvswitch=self.has_nvswitch, pcie=self.pcie or self.spec.pcie_gen,
-                       nvls=self.has_nvls)
+                       nvls=self.has_nvls, nvlink_topology=self.nvlink_layout)
 
     def describe(self) -> str:
         """The DESC string for this machine: the given fields, and the NVLink ones it resolves to."""
@@ -197,6 +243,8 @@ class Machine:
             if self.nvlinks is not None:
                 parts.append(f"nvlinks={self.nvlinks}")
             parts.append(f"nvswitch={int(self.has_nvswitch)}")
+            if self.nvlink_topology is not None and self.nvlink_topology != "switch":
+                parts.append(f"nvlink_topology={self.nvlink_topology}")
         else:
             if self.spec.nvlink_gen and self.gpus_per_node > 1:
                 parts.append("nvlink=0")
@@ -231,7 +279,7 @@ _PARSERS = {
     "nvswitch": _bool, "pcie": lambda v, n: _int(v, n, 1), "p2p": _bool, "nics_per_node": lambda v, n: _int(v, n, 0),
     "nvls": _bool, "net": lambda v, n: v.strip().lower(), "cpu": lambda v, n: v.strip().lower(),
     "path": lambda v, n: v.strip().lower(), "net_latency_us": lambda v, n: _float(v, n, low=0.0),
-    "algo": lambda v, n: v.strip(), "proto": lambda v, n: v.strip(),
+    "algo": lambda v, n: v.strip(), "proto": lambda v, n: v.strip(), "nvlink_topology": lambda v, n: v.strip(),
 }
 
 
