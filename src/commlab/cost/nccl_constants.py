@@ -155,6 +155,32 @@ NVLS_TREE_CHUNK_RULES = ((32, 262144, 262144), (16, 131072, 131072), (4, 65536, 
 #: (NVIDIA/nccl-tests issue 309) prefer 2, so the choice between the two was made on those runs
 NVLS_PIPELINE_FILL_CHUNKS = 2
 
+#: per-connection buffers, bytes (init.cc:810-813): LL 8 lines x 512 threads x 8 steps x 16 B, LL128 120 elements x
+#: 640 threads x 8 steps x 8 B, Simple 4 MiB; NCCL_STEPS = 8 steps each (device.h:26)
+BUFF_BYTES = MappingProxyType({"LL": 8 * 512 * 8 * 16, "LL128": 120 * 640 * 8 * 8, "Simple": 1 << 22})
+NCCL_STEPS = 8
+#: Tree/LL128's largest chunk, the data one step carries (enqueue.cc:2226-2232; Tree: chunkSteps = 1): 15 of every
+#: 16 words of the step, the 16th is the flag (device.h:110-112); LL carries half (a flag per data word), Simple all
+TREE_LL128_MAX_CHUNK_BYTES = BUFF_BYTES["LL128"] // NCCL_STEPS // 16 * 15
+#: calcCollChunking's Tree/LL128 rule (enqueue.cc:2286-2294): nstepsLL128 = 1 + log2(nodes) + 0.1 x ppn; the chunk
+#: halves while bytes / (channels x chunk) < nstepsLL128 x 64 / ppn (down to 128 KiB), then x 16 / ppn (32 KiB)
+TREE_LL128_CHUNK_RULES = ((64, 131072), (16, 32768))
+#: chunks are whole grains (enqueue.cc:2321, device.h:328-333): LL 16 B, LL128 32 x 8 / 16 x 15 x 8 = 1920 B,
+#: Simple 512 B
+GRAIN_BYTES = MappingProxyType({"LL": 16, "LL128": 1920, "Simple": 512})
+#: chunk times a Tree all-reduce across nodes spends filling its pipe, per level of the inter-node tree: one up, one
+#: down. A network hop is store-and-forward by whole steps: the send proxy posts a step only once the GPU has written
+#: all of it (Simple, LL128: the tail; LL: every line's flags; src/transport/net.cc:1358-1395), and a Tree step is
+#: one chunk. NVLink hops inside the node are not counted: LL and LL128 pass line by line (the receiver polls each
+#: line's flag). The structure is the source's; counting the intra-node chain too (2 (ppn - 1) more hops) was
+#: tried on fixture 09 and held-out 4-node H100 runs, which it fits, but it overshoots the 2-node H100 IB runs
+#: and fixture 11 by 20-50%, so network hops alone were chosen, on all of these together
+TREE_FILL_HOPS_PER_LEVEL = 2
+#: the protocols the fill applies to. Not LL: across nodes its bandwidth is already NCCL's llMaxBw, a flat bus cap
+#: per node count (tuning.cc:179-182) far below the links, which folds the network's pipeline in; with the fill as
+#: well, Tree/LL at 128 KiB came out 15-35% slow on fixtures 08, 09 and 11 (chosen on those rows)
+TREE_FILL_PROTOS = ("LL128", "Simple")
+
 
 def arch_of(compute_capability: int) -> str:
     """NCCL's compCapIndex (tuning.cc:263-266): volta below sm80, ampere 80-89, hopper 90-99, blackwell 100+."""

@@ -35,7 +35,8 @@ host-memory staging with P2P off (:mod:`commlab.cost.shm`), each network hop's r
 out: two chunk times of a (channel, head) pipe, the chunk as ``calcCollChunking`` sizes it (:func:`_nvls_fill_us`;
 without it fixture 07 at 2-32 MiB runs 25-50% slower than the NVLS line, 4% with it). Ring and Tree keep NCCL's
 line: their channels are not cut at these sizes (``nBytes < nc x nThreads x threadThreshold``, enqueue.cc:2093,
-only below about 1 MiB for Simple), and their mid-size gap (Tree/LL128 at 1-16 MiB across nodes) is not modelled.
+only below about 1 MiB for Simple); a Tree across nodes adds its own fill, one chunk time per network hop of the
+inter-node tree (:func:`_tree_fill_us`). The Ring's mid-size gap across nodes is not modelled.
 :mod:`commlab.cost.scorecard` holds both models against the real logs.
 
 >>> from commlab.cost.machine import parse_machine
@@ -59,7 +60,8 @@ from commlab.cost import nccl_constants as K
 from commlab.cost.launch import LaunchShape
 from commlab.cost.machine import Machine
 from commlab.cost.nccl_graphs import nccl_graphs
-from commlab.cost.nccl_table import OPS, TuningEntry, _op, nccl_tuning_table, nvls_chunk_bytes, nvls_tuning
+from commlab.cost.nccl_table import (OPS, TuningEntry, _log2i, _op, nccl_tuning_table, nvls_chunk_bytes, nvls_tuning,
+                                     tree_chunk_bytes)
 from commlab.errors import CommlabError
 
 __all__ = ["OPS", "Prediction", "TuningEntry", "nccl_tuning_table", "predict"]
@@ -83,10 +85,30 @@ def _nvls_fill_us(op: str, algo: str, e: TuningEntry, s: np.ndarray, m: Machine)
     return K.NVLS_PIPELINE_FILL_CHUNKS * chunk * n_ch * n_heads / (1000.0 * e.algbw_GBps)
 
 
+def _tree_fill_us(op: str, algo: str, proto: str, e: TuningEntry, s: np.ndarray, m: Machine,
+                  runtime_channels: int) -> np.ndarray:
+    """The pipeline fill NCCL's time leaves out, us, for a Tree/LL128 or Tree/Simple all-reduce across nodes (0 for
+    the others; :data:`~commlab.cost.nccl_constants.TREE_FILL_PROTOS` says why not LL).
+
+    Each of the ``runtime_channels`` pipes cuts its share into chunks
+    (:func:`~commlab.cost.nccl_table.tree_chunk_bytes`); a network hop forwards a chunk only once all of it is
+    written (``src/transport/net.cc:1358-1395``), so the stream starts one chunk time late per hop of the
+    inter-node tree, up and down (:data:`~commlab.cost.nccl_constants.TREE_FILL_HOPS_PER_LEVEL`). A chunk time
+    is a pipe's share of the bandwidth, as for NVLS::
+
+        fill_us = 2 x log2(nodes) x chunk x channels / (1000 x algbw_GBps)
+    """
+    if op != "all_reduce" or algo != "Tree" or proto not in K.TREE_FILL_PROTOS or m.nodes < 2:
+        return np.zeros(s.shape)
+    hops = K.TREE_FILL_HOPS_PER_LEVEL * _log2i(m.nodes)
+    chunk = np.array([tree_chunk_bytes(proto, float(x), m, runtime_channels) for x in s.ravel()]).reshape(s.shape)
+    return hops * chunk * runtime_channels / (1000.0 * e.algbw_GBps)
+
+
 def _pair_time_us(op: str, algo: str, proto: str, e: TuningEntry, s: np.ndarray, m: Machine,
                   runtime_channels: int, real: bool = False) -> np.ndarray:
     """ncclTopoGetAlgoTime (tuning.cc:630-655) over an array of sizes; ``real`` adds the pipeline fill NCCL's
-    estimate leaves out (:func:`_nvls_fill_us`)."""
+    estimate leaves out (:func:`_nvls_fill_us`, :func:`_tree_fill_us`)."""
     bw = np.full(s.shape, e.algbw_GBps)
     lat = np.full(s.shape, e.latency_us)
     if algo == "Tree" and op == "all_reduce":
@@ -97,7 +119,8 @@ def _pair_time_us(op: str, algo: str, proto: str, e: TuningEntry, s: np.ndarray,
     if algo == "Ring" and proto == "Simple" and m.nodes > 1 and op == "all_reduce":
         plateau = K.RING_PLATEAU_FACTOR["pre_sm80" if m.compute_capability < 80 else "sm80_up"]
         lat = np.where(s / (runtime_channels * m.n_ranks) >= 64, lat * plateau, lat)
-    fill = _nvls_fill_us(op, algo, e, s, m) if real else 0.0
+    fill = _nvls_fill_us(op, algo, e, s, m) + _tree_fill_us(op, algo, proto, e, s, m, runtime_channels) if real \
+        else 0.0
     return lat + s / (1000.0 * bw) + fill
 
 

@@ -235,6 +235,31 @@ def nvls_chunk_bytes(algo: str, nbytes: float, m: Machine, n_heads: int) -> int:
     return chunk
 
 
+def tree_chunk_bytes(proto: str, nbytes: float, m: Machine, n_channels: int) -> int:
+    """The chunk ``calcCollChunking`` gives each channel of a Tree all-reduce of ``nbytes`` (enqueue.cc:2222-2232,
+    2286-2294, 2321): a step's data (chunkSteps = 1), for LL128 halved while the channel's share is under
+    ``nstepsLL128 x 64 / ppn``, then ``x 16 / ppn`` chunks; whole grains; at most the channel's share.
+
+    >>> from commlab.cost.machine import parse_machine
+    >>> m = parse_machine("gpu=h100,gpus_per_node=8,nodes=4,nics_per_node=8,nic_Gbps=400")
+    >>> [tree_chunk_bytes("LL128", x, m, 16) for x in (2**20, 2**23, 2**26)]
+    [17280, 34560, 71040]
+    """
+    share = int(nbytes) // n_channels
+    if proto == "LL128":
+        ppn = m.gpus_per_node
+        steps = 1 + _log2i(m.nodes) + 0.1 * ppn
+        chunk = K.TREE_LL128_MAX_CHUNK_BYTES
+        for times, floor in K.TREE_LL128_CHUNK_RULES:
+            while share // chunk < steps * times / ppn and chunk > floor:
+                chunk //= 2
+    else:
+        step = K.BUFF_BYTES[proto] // K.NCCL_STEPS
+        chunk = step // 2 if proto == "LL" else step
+    chunk = chunk // K.GRAIN_BYTES[proto] * K.GRAIN_BYTES[proto]
+    return min(chunk, share)
+
+
 def _nothing_enabled(op: str, graphs: Mapping[str, Graph], m: Machine) -> CommlabError:
     """NCCL fails a call its NCCL_ALGO / NCCL_PROTO leave nothing for (enqueue.cc:2063, ncclInvalidUsage)."""
     free = replace(m, algo=None, proto=None)
