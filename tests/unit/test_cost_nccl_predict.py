@@ -159,3 +159,32 @@ def test_blackwell_constants_match_tuning_cc():
     # across nodes the LL cap follows the CPU, not the GPU (tuning.cc:270-272): an Intel B200 pair of nodes gets 39
     b200 = parse_machine("gpu=b200,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400,net=roce")
     assert nccl_tuning_table("all_gather", b200)[("Ring", "LL")].busbw_GBps == pytest.approx(39.0)
+
+
+def test_the_tree_fill_is_one_chunk_time_per_network_hop_up_and_down():
+    """Tree/LL128 and Tree/Simple all-reduce across nodes: 2 log2(nodes) chunk times of one channel's pipe
+    (tree_chunk_bytes), only in the realised time; none for LL, rings, one node or other collectives."""
+    import math
+
+    from commlab.cost import nccl_constants as K
+    from commlab.cost.machine import parse_machine
+    from commlab.cost.nccl_predict import _tree_fill_us
+    from commlab.cost.nccl_table import nccl_tuning_table, tree_chunk_bytes
+
+    m = parse_machine("gpu=h100,gpus_per_node=8,nodes=4,nics_per_node=8,nic_Gbps=400,net=ib")
+    s = np.array([2.0**20, 2.0**23])
+    table = nccl_tuning_table("all_reduce", m, realized=True)
+    e = table[("Tree", "LL128")]
+    fill = _tree_fill_us("all_reduce", "Tree", "LL128", e, s, m, 16)
+    chunks = [tree_chunk_bytes("LL128", x, m, 16) for x in s]
+    assert chunks[0] == 17280                      # by hand: 576000 halved to 72000, then 18000, in 1920 B grains
+    expect = [2 * math.log2(4) * c * 16 / (1000 * e.algbw_GBps) for c in chunks]
+    assert np.allclose(fill, expect) and K.TREE_FILL_HOPS_PER_LEVEL == 2
+    for algo, proto in (("Tree", "LL"), ("Ring", "LL128"), ("Ring", "Simple")):
+        assert not np.any(_tree_fill_us("all_reduce", algo, proto, table[(algo, proto)], s, m, 16))
+    one = parse_machine("gpu=h100,gpus_per_node=8,nvls=0")
+    assert not np.any(_tree_fill_us("all_reduce", "Tree", "LL128", nccl_tuning_table("all_reduce", one)[
+        ("Tree", "LL128")], s, one, 16))
+    p = predict("all_reduce", s, m)
+    tree = p.algo == "Tree"
+    assert np.all(p.time_s[tree] * 1e6 >= p.nccl_time_us[tree])

@@ -79,10 +79,11 @@ def nccl_terms(algo: str, op: str, shape: Shape, nbytes: np.ndarray, prediction,
     k_bw = shape.network_GBps * 1e9
     fabric = {g.name: pattern.up[i] * g.taper * nbytes / k_bw for i, g in enumerate(shape.groups)}
     extra_s = net_steps(algo, op, shape.domains) * shape.extra_hops_us(pattern.top) * 1e-6
-    candidates = []
+    candidates, nccl_us = [], []
     for (name, proto), times_us in prediction.table.items():
         if name not in NCCL_OF[algo]:
             continue
+        nccl_us.append(np.asarray(prediction.nccl_table[(name, proto)], dtype=float))
         lat_s = table[(name, proto)].latency_us * 1e-6
         t_pair = np.asarray(times_us, dtype=float) * 1e-6
         bound = max(fabric.values(), key=lambda v: float(np.max(v)), default=np.zeros_like(t_pair))
@@ -91,12 +92,14 @@ def nccl_terms(algo: str, op: str, shape: Shape, nbytes: np.ndarray, prediction,
         levels.update({g: np.where(lat_s + v > t_pair, v, 0.0) for g, v in fabric.items()})
         candidates.append(Terms(total, np.full(t_pair.shape, lat_s + extra_s), levels,
                                 _latency_words(algo, op, shape, proto)))
-    return pick_fastest(candidates)
+    return pick_fastest(candidates, by=np.vstack(nccl_us))   # the protocol NCCL's own estimate ranks first
 
 
-def pick_fastest(candidates: list[Terms]) -> Terms:
-    """Per size, the candidate (a protocol of one algorithm) with the least time."""
-    times = np.vstack([c.time_s for c in candidates])
+def pick_fastest(candidates: list[Terms], by: np.ndarray | None = None) -> Terms:
+    """Per size, the candidate (a protocol of one algorithm) with the least time, or, with ``by`` (one row per
+    candidate), the least ``by``: NCCL ranks the protocols of an algorithm with its own estimate, and the time
+    it then takes may hold costs the estimate leaves out (the pipeline fill, :mod:`commlab.cost.nccl_predict`)."""
+    times = np.vstack([c.time_s for c in candidates]) if by is None else by
     best = np.argmin(times, axis=0)
     names = {k for c in candidates for k in c.levels}
     pick = lambda arrays: np.choose(best, arrays)                                     # noqa: E731

@@ -141,6 +141,8 @@ class Prediction:
     """NCCL's own estimate for the pair it picks (its budgeted bandwidth), per size."""
     launch: LaunchShape | None = None
     """The run's launch shape, when given: no time is below its floor (:mod:`commlab.cost.launch`)."""
+    nccl_table: Mapping[tuple[str, str], np.ndarray] | None = None
+    """NCCL's own estimate (us) of every enabled pair, per size: what its tuner ranks (the pick is the least)."""
 
     @property
     def floor_bound(self) -> np.ndarray:
@@ -201,4 +203,4 @@ def predict(op: str, nbytes, m: Machine, launch: LaunchShape | None = None) -> P
     time_us = np.take_along_axis(real, best[None], axis=0)[0]
     nccl_us = np.take_along_axis(model, best[None], axis=0)[0]
     return Prediction(op, m, s, time_us * 1e-6, algo, proto, MappingProxyType(dict(zip(pairs, real))), nccl_us,
-                      launch)
+                      launch, MappingProxyType(dict(zip(pairs, model))))
