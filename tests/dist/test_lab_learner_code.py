@@ -127,4 +127,5 @@ def test_under_torchrun_a_wrong_pure_function_fails_every_rank(tmp_path):
     write_module(tmp_path / "mine", "nccl_debug_multinode", WRONG["nccl_debug_multinode"][0])
     done = run_script("nccl_debug_multinode", tmp_path / "mine", ["--size", "4K"], torchrun=True)
     assert done.returncode != 0
-    assert done.stdout.count("nccl_debug_multinode.classify_run: classify_run: a peak of") == 1   # local rank 0 says it
+    said = done.stdout.count("nccl_debug_multinode.classify_run: classify_run: a peak of")
+    assert said == 1, (done.stdout + done.stderr)[-3000:]                                       # local rank 0 says it

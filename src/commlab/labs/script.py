@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -62,6 +63,11 @@ def ranks_to_start(ranks: int | None, default_n_ranks: int) -> int:
         return int(text)
     except ValueError:
         raise CommlabError(f"environment variable {N_RANKS_VAR} must be a whole number, got {text!r}") from None
+
+
+#: Under torchrun, a rank that does not print the learner's failing check waits this long before it exits 1, so
+#: that torchrun, which terminates every rank as soon as one fails, does not kill the rank that prints it first.
+QUIET_RANK_EXIT_DELAY_S = 3.0
 
 
 def prints_here() -> bool:
@@ -119,7 +125,10 @@ def run_script(name: str, args: argparse.Namespace, worker: Callable, prepare: C
         problems = check_learner(code)
         if problems:
             if prints_here():
-                print("\n".join(["your code does not pass the lab's checks (the notebook says the same):"] + problems))
+                print("\n".join(["your code does not pass the lab's checks (the notebook says the same):"] + problems),
+                      flush=True)
+            elif launched:   # torchrun stops every rank when one exits: let the rank that says why go first
+                time.sleep(QUIET_RANK_EXIT_DELAY_S)
             return 1
         values = launch.main(worker, default_n_ranks, code, *worker_args, n_ranks=args.ranks, backend=args.backend,
                              timeout_s=args.timeout)
