@@ -235,3 +235,13 @@ def test_the_repeat_spread_is_how_far_the_two_timings_of_a_size_disagree():
     assert repeat_spread(jumpy) > 3.0
     no_ip = replace(log, rows=[replace(r, ip=None) for r in log.rows])
     assert repeat_spread(no_ip) is None
+
+
+def test_machine_help_lists_the_fields_the_gpus_and_the_networks(capsys):
+    from commlab.cost.machine import GPUS
+    from commlab.cost.networks import NET_TYPES
+
+    assert main(["scorecard", str(nccl_tests_log(7)), "--machine", "help"]) == 2
+    err = capsys.readouterr().err
+    assert "field=value pairs" in err and all(g in err for g in GPUS) and all(n in err for n in NET_TYPES)
+    assert len(err.strip().splitlines()) == 1

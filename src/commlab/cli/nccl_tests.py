@@ -47,11 +47,13 @@ def _num(x):
 def _machine(desc: str | None):
     if desc is None:
         return None
-    from commlab.cost.machine import FIELDS, parse_machine
+    from commlab.cost.machine import FIELDS, GPUS, parse_machine
+    from commlab.cost.networks import NET_TYPES
 
     if desc.strip().lower() == "help":
         raise CommlabError(f"--machine takes field=value pairs: {', '.join(FIELDS)} "
-                           f"(e.g. gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400,net=ib)")
+                           f"(e.g. gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400,net=ib); gpu is one "
+                           f"of {', '.join(GPUS)}; net is one of {', '.join(NET_TYPES)}")
     return parse_machine(desc)
 
 
