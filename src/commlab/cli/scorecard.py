@@ -3,9 +3,11 @@
 Per log: the rows used, the protocol-aware fitted model's median and 90th-percentile relative time error, the
 predictive model's (NCCL's tuner, from the machine alone) median error over all sizes and in the bandwidth
 regime (>= 64 MiB), the cluster model's (commlab cluster: NCCL's pick plus the fabric, on the log's cluster
-preset) where the run fills whole nodes of one, and the machine description used. Without LOG: every log
-shipped with commlab, each with its described machine. --json adds, for every row, its size, measured, fitted,
-predicted and cluster time, and per log "cluster": {preset, median_error, bw_regime_median_error, meets_goal}.
+preset) where the run fills whole nodes of one, and the machine description used. The measured time of a size
+is the faster of its out-of-place and in-place timings; NCCL_ALGO / NCCL_PROTO the log sets restrict the
+prediction. Without LOG: every log shipped with commlab, each with its described machine. --json adds, for
+every row, its size, measured (and which column), fitted, predicted and cluster time, per log "cluster":
+{preset, median_error, bw_regime_median_error, meets_goal}, and the log's repeat spread.
 """
 from __future__ import annotations
 
