@@ -98,14 +98,12 @@ def tcpxo_hop() -> None:
 
     from commlab.cost.machine import parse_machine
     from commlab.cost.networks import TCPXO_CALIBRATION_LOG, TCPXO_HOP_US
-    from commlab.cost.scorecard import score_file
+    from commlab.cost.scorecard import best_net_latency_us, score_file
     from commlab.nccl import nccl_tests_log
 
     desc = "gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=200,net=tcpxo"
     path = resources.files("commlab") / "data" / "nccl" / TCPXO_CALIBRATION_LOG
-    grid = np.arange(20.0, 80.01, 0.5)
-    medians = [score_file(path, parse_machine(f"{desc},net_latency_us={x:g}")).predicted_median for x in grid]
-    best = float(grid[int(np.argmin(medians))])
+    best, medians = best_net_latency_us(path, desc, np.arange(20.0, 80.01, 0.5))
     held = score_file(nccl_tests_log(12), parse_machine(desc))
     print(f"TCPXO hop {TCPXO_HOP_US:g} us, chosen on {TCPXO_CALIBRATION_LOG} (best on the grid: {best:g} us, median "
           f"error {100 * min(medians):.1f}%); held out: 12 {100 * held.predicted_median:.1f}% (>= 64 MiB "

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 from commlab import launch
 from commlab.errors import CommlabError
@@ -117,12 +116,7 @@ def main(argv=None) -> int:
         return 2
     problems = script.check_learner(code)     # without a launcher: the lab's whole check, two live faults included
     if problems:
-        if script.prints_here():
-            print("\n".join(["your code does not pass the lab's checks (the notebook says the same):"] + problems),
-                  flush=True)
-        elif launch.is_launched():   # torchrun stops every rank when one exits: let the rank that says why go first
-            time.sleep(script.QUIET_RANK_EXIT_DELAY_S)
-        return 1
+        return script.learner_failed(problems)
     ok, line = unseen_line(code)
     if script.prints_here():
         print(line, flush=True)

@@ -17,7 +17,7 @@ fabric added, or the ``direct`` model for scatter; goal: median <= 20% in the ba
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -218,12 +218,13 @@ def score_log(log, name: str, machine: Machine | None = None, machine_note: str 
     fitted = fit.time_s(s) * 1e6 if fit else [None] * len(s)
     regimes = list(fit.regime_label(s)) if fit else [None] * len(s)
     per_row, why_not = _cluster(log, s, cluster)
+    columns = [r.fastest_column for r in log.rows if r.size_bytes > 0]         # measured_points' rows, in order
     rows = tuple(RowScore(int(si), float(ti), None if f is None else float(f), None if pred is None else float(p),
-                          None if g is None else str(g), None if pairs is None else pairs[i], *per_row[i])
+                          None if g is None else str(g), None if pairs is None else pairs[i],
+                          cluster_time_us=per_row[i][0], cluster_algo=per_row[i][1],
+                          cluster_bottleneck=per_row[i][2], measured_column=columns[i])
                  for i, (si, ti, f, g, p) in enumerate(zip(s, t, fitted, regimes,
                                                            pred if pred is not None else [None] * len(s))))
-    columns = [r.fastest_column for r in log.rows if r.size_bytes > 0]
-    rows = tuple(replace(r, measured_column=c) for r, c in zip(rows, columns))
     label = None if cluster is None or why_not else f"{cluster[0]} x {cluster[1]}"
     return LogScore(name, log.collective, log.n_ranks, fit, problem, machine, note, rows, label,
                     "; ".join(x for x in (cluster_note, why_not) if x), repeat_spread(log))
@@ -286,6 +287,21 @@ def score_file(path: str | Path, machine: Machine | None = None, text: str | Non
     machine, forced = machine_for_log(machine, text)
     cluster, cluster_note = shipped_cluster(path)
     return score_log(log, path.name, machine, "; ".join(x for x in (note, forced) if x), cluster, cluster_note)
+
+
+def best_net_latency_us(path, desc: str, grid_us) -> tuple[float, list[float]]:
+    """Redo the choice of a network's per-hop latency on a calibration run: the value of ``grid_us`` whose
+    prediction (``desc`` with ``net_latency_us`` set to it) has the least median time error on the log at
+    ``path``; returns it and the median errors along the grid (how networks.TCPXO_HOP_US was chosen)."""
+    from commlab.cost.machine import parse_machine
+
+    medians = []
+    for x in grid_us:
+        median = score_file(path, parse_machine(f"{desc},net_latency_us={x:g}")).predicted_median
+        if median is None:
+            raise CommlabError(f"the log {str(path)!r} has no prediction to choose a latency on ({desc})")
+        medians.append(median)
+    return float(grid_us[int(np.argmin(medians))]), medians
 
 
 def scorecard(paths=None, machine: Machine | None = None) -> list[LogScore]:

@@ -75,6 +75,18 @@ def prints_here() -> bool:
     return not launch.is_launched() or os.environ.get("LOCAL_RANK", "0").strip() == "0"
 
 
+def learner_failed(problems: list[str]) -> int:
+    """Say why the learner's code fails the lab's checks (once: local rank 0 under torchrun) and give exit status
+    1. Under torchrun the other ranks wait :data:`QUIET_RANK_EXIT_DELAY_S` first: torchrun stops every rank when
+    one exits, and must not stop the one that says why."""
+    if prints_here():
+        print("\n".join(["your code does not pass the lab's checks (the notebook says the same):"] + problems),
+              flush=True)
+    elif launch.is_launched():
+        time.sleep(QUIET_RANK_EXIT_DELAY_S)
+    return 1
+
+
 def choose_code(lab: str, args: argparse.Namespace):
     """The code the script runs (commlab.labs.code.Code), announced in the first line of output."""
     from commlab.labs.code import choose
@@ -124,12 +136,7 @@ def run_script(name: str, args: argparse.Namespace, worker: Callable, prepare: C
         worker_args = prepare(args)
         problems = check_learner(code)
         if problems:
-            if prints_here():
-                print("\n".join(["your code does not pass the lab's checks (the notebook says the same):"] + problems),
-                      flush=True)
-            elif launched:   # torchrun stops every rank when one exits: let the rank that says why go first
-                time.sleep(QUIET_RANK_EXIT_DELAY_S)
-            return 1
+            return learner_failed(problems)
         values = launch.main(worker, default_n_ranks, code, *worker_args, n_ranks=args.ranks, backend=args.backend,
                              timeout_s=args.timeout)
     except CommlabError as exc:  # a bad argument: one line, exit status 2, as the commlab CLI does
