@@ -30,7 +30,7 @@ import json
 from pathlib import Path
 
 from commlab.cluster.levels import Shape
-from commlab.cost import nccl_constants as K
+from commlab.tuner import nccl_constants as K
 from commlab.errors import CommlabError
 from commlab.output import check_writable_dir, write_atomic
 

@@ -28,8 +28,8 @@ import numpy as np
 
 from commlab.cluster.levels import Shape, reduction_pattern
 from commlab.cluster.terms import Terms
-from commlab.cost import nccl_constants as K
-from commlab.cost.nccl_graphs import nccl_graphs
+from commlab.tuner import nccl_constants as K
+from commlab.tuner.graphs import nccl_graphs
 
 #: CollNet's per-hop latencies (Simple only), us: tuning.cc:159 (NVLink) and 171 (NET)
 COLLNET_LAT_US = {("nvlink", "collnet-direct"): 3.7, ("nvlink", "collnet-chain"): 2.8,
@@ -56,7 +56,7 @@ def why_not(algo: str, op: str, shape: Shape) -> str | None:
 
 
 def _net_latency_us(shape: Shape, base: float) -> float:
-    from commlab.cost.machine import NETS
+    from commlab.tuner.machine import NETS
 
     return base + 2.0 * NETS[shape.cluster.net]
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from commlab.errors import CommlabError
 
 if TYPE_CHECKING:                                              # machine.py imports this module
-    from commlab.cost.machine import Machine
+    from commlab.tuner.machine import Machine
 
 #: ncclAlgoStr and ncclProtoStr, NVIDIA/nccl src/init.cc:53-55 (NCCL's names, in its order)
 ALGO_NAMES = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
@@ -175,7 +175,7 @@ def machine_for_log(machine: Machine | None, text: str) -> tuple[Machine | None,
     return forced, "; ".join(n for n in notes if n)
 
 
-#: The NCCL version whose tuner the predictive model replays (commlab.cost.nccl_constants), and the oldest it is
+#: The NCCL version whose tuner the predictive model replays (commlab.tuner.nccl_constants), and the oldest it is
 #: held to: older releases tune and run differently (before 2.8 a misaligned block is copied element by element,
 #: fixture 23; held-out AWS EFA runs on NCCL 2.8 and 2.4 are 1.4-2.5x slower than the same instances on current
 #: software, shipped log 08).

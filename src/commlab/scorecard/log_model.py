@@ -4,7 +4,7 @@ Per row: ``model_time_us`` (the protocol-aware fit of this log), ``regime`` (the
 attribution), ``chosen`` (what NCCL chose: from the log's NCCL_DEBUG TUNING lines when it has them, else NCCL's pick by
 the predictive model when a machine is given, else the fitted regime's protocol; ``source`` says which:
 ``nccl_debug``, ``nccl_tuning_table``, ``predicted`` or ``model``) and, with a machine, ``predicted_time_us`` and
-``predicted_algo`` / ``predicted_proto`` (NCCL's pick by :mod:`commlab.cost.nccl_predict`). Rows of size 0
+``predicted_algo`` / ``predicted_proto`` (NCCL's pick by :mod:`commlab.tuner.predict`). Rows of size 0
 (nccl-tests times an empty call) get nulls.
 """
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from commlab.cost.machine import Machine
+from commlab.tuner.machine import Machine
 from commlab.cost.protocol_fit import ProtocolFit, fit_protocol_model, relative_errors
 from commlab.errors import CommlabError
 
@@ -76,8 +76,8 @@ def _fit(s: np.ndarray, t_us: np.ndarray) -> tuple[ProtocolFit | None, str | Non
 
 def _prediction(log, s: np.ndarray, machine: Machine | None):
     """The predictive model on the log's sizes, with the run's launch shape (nccl-tests' -g, read from the log)."""
-    from commlab.cost.launch import LaunchShape
-    from commlab.cost.nccl_predict import OPS, predict
+    from commlab.tuner.launch import LaunchShape
+    from commlab.tuner.predict import OPS, predict
 
     if machine is None:
         return None, None

@@ -4,12 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from commlab.cost.fixture_machines import fixture_machine
-from commlab.cost.machine import parse_machine
-from commlab.cost.nccl_env import (
+from commlab.scorecard.fixture_machines import fixture_machine
+from commlab.tuner.machine import parse_machine
+from commlab.tuner.settings import (
     ALGO_NAMES, PROTO_NAMES, VARIABLES, apply_forced, enabled_names, forced_settings,
 )
-from commlab.cost.nccl_predict import OPS, predict
+from commlab.tuner.predict import OPS, predict
 from commlab.errors import CommlabError
 from commlab.nccl import nccl_tests_logs
 
@@ -187,8 +187,8 @@ def test_a_shipped_log_with_a_forced_algorithm_changes_the_prediction():
 
 
 def test_the_nccl_version_a_log_names_and_the_note_for_old_ones():
-    from commlab.cost.nccl_env import machine_for_log, nccl_version, version_note
-    from commlab.cost.machine import parse_machine
+    from commlab.tuner.settings import machine_for_log, nccl_version, version_note
+    from commlab.tuner.machine import parse_machine
 
     assert nccl_version("[1,0]<stdout>:ip-10-0-0-1:12:12 [0] NCCL INFO NCCL version 2.8.3+cuda11.2") == (2, 8, 3)
     assert nccl_version("# nccl-tests version 2.17.9 nccl-headers=22903 nccl-library=22903") == (2, 29, 3)

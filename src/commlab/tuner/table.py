@@ -1,17 +1,17 @@
 """NCCL's tuning table for a described machine: per (algorithm, protocol), a latency and a bandwidth.
 
 This is ``ncclTopoTuneModel`` (NVIDIA/nccl ``src/graph/tuning.cc:243-438``) on the channels
-:func:`~commlab.cost.nccl_graphs.nccl_graphs` finds, as NCCL computes it to *choose*; and, with
+:func:`~commlab.tuner.graphs.nccl_graphs` finds, as NCCL computes it to *choose*; and, with
 ``realized=True``, the same table as the machine *runs* it:
 
 * inside one node the channels share the GPU's links, so the data moves at the links' total (NCCL's per-link
   figures), even where the search budgeted less;
 * with CUDA P2P off the GPUs talk through host memory (NCCL's SHM transport): the rate is
-  :func:`commlab.cost.shm.shm_rate_GBps`, not the PCIe budget NCCL plans with;
-* across nodes a network hop costs what the transport really costs (:mod:`commlab.cost.networks`), not the
+  :func:`commlab.tuner.shm.shm_rate_GBps`, not the PCIe budget NCCL plans with;
+* across nodes a network hop costs what the transport really costs (:mod:`commlab.tuner.networks`), not the
   latency its plugin reports to steer NCCL's choice.
 
-The constants and their lines are in :mod:`commlab.cost.nccl_constants`.
+The constants and their lines are in :mod:`commlab.tuner.nccl_constants`.
 """
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from commlab.collectives import canonical
-from commlab.cost import nccl_constants as K
-from commlab.cost.machine import Machine
-from commlab.cost.nccl_graphs import Graph, nccl_graphs
-from commlab.cost.networks import NET_TYPES
-from commlab.cost.shm import shm_rate_GBps
+from commlab.tuner import nccl_constants as K
+from commlab.tuner.machine import Machine
+from commlab.tuner.graphs import Graph, nccl_graphs
+from commlab.tuner.networks import NET_TYPES
+from commlab.tuner.shm import shm_rate_GBps
 from commlab.errors import CommlabError
 
 #: Collectives NCCL's tuner models. nccl-tests' alltoall, scatter, gather and sendrecv are grouped
@@ -108,7 +108,7 @@ def _alg_bw(op: str, algo: str, bus: float, n: int) -> float:
 
 def _net_hop_us(proto: str, m: Machine, real: bool) -> tuple[float, float]:
     """(latency added to every network hop, and added again for Simple), us: what the plugin reports (NCCL's
-    view, tuning.cc:389-391) or, ``real``, what the hop costs (:mod:`commlab.cost.networks`)."""
+    view, tuning.cc:389-391) or, ``real``, what the hop costs (:mod:`commlab.tuner.networks`)."""
     net = NET_TYPES[m.net]
     if not real:
         return net.reported_latency_us, net.reported_latency_us
@@ -155,7 +155,7 @@ def _realized(g: Graph, m: Machine, op: str) -> Graph:
     """The channels as they run. Inside one node a ring's or tree's channels share the GPU's links, so the data
     moves at the links' total (NCCL's own per-link figures), even where the search budgeted less (2 x 20 GB/s
     of an A40 bridge's 48; 12 x 30 of an H100's 370.8). With P2P off the bytes go through host memory at
-    :func:`~commlab.cost.shm.shm_rate_GBps`. Across nodes the NICs decide, as budgeted."""
+    :func:`~commlab.tuner.shm.shm_rate_GBps`. Across nodes the NICs decide, as budgeted."""
     if m.nodes > 1 or g.algo not in ("Ring", "Tree"):
         return g
     if not (m.has_nvlink or m.p2p):
@@ -171,7 +171,7 @@ def _realized(g: Graph, m: Machine, op: str) -> Graph:
 def nccl_tuning_table(op: str, m: Machine, realized: bool = False) -> dict[tuple[str, str], TuningEntry]:
     """NCCL's table for ``op`` on ``m``: (algorithm, protocol) -> latency and bandwidth, enabled pairs only.
     ``realized=True`` gives the bandwidths the channels reach (:func:`_realized`) and the latencies the network
-    really has (:mod:`commlab.cost.networks`) instead of NCCL's budget and its plugin's report."""
+    really has (:mod:`commlab.tuner.networks`) instead of NCCL's budget and its plugin's report."""
     op = _op(op)
     if m.n_ranks < 2:
         raise CommlabError(f"NCCL's model needs at least 2 ranks; the machine has {m.n_ranks}")
@@ -195,7 +195,7 @@ def nvls_tuning(m: Machine) -> tuple[int, int, int]:
     with the sm100 multi-node table of ``ncclNvlsTreeSm100Tuning`` (nvls.cc:163-199). The NIC is taken to sit
     on the GPU's PCIe switch (PXB or closer) when the node has a NIC per GPU.
 
-    >>> from commlab.cost.machine import parse_machine
+    >>> from commlab.tuner.machine import parse_machine
     >>> nvls_tuning(parse_machine("gpu=h100,gpus_per_node=8,nodes=4,nics_per_node=8,nic_Gbps=400"))
     (16, 131072, 65536)
     """
@@ -240,7 +240,7 @@ def tree_chunk_bytes(proto: str, nbytes: float, m: Machine, n_channels: int) -> 
     2286-2294, 2321): a step's data (chunkSteps = 1), for LL128 halved while the channel's share is under
     ``nstepsLL128 x 64 / ppn``, then ``x 16 / ppn`` chunks; whole grains; at most the channel's share.
 
-    >>> from commlab.cost.machine import parse_machine
+    >>> from commlab.tuner.machine import parse_machine
     >>> m = parse_machine("gpu=h100,gpus_per_node=8,nodes=4,nics_per_node=8,nic_Gbps=400")
     >>> [tree_chunk_bytes("LL128", x, m, 16) for x in (2**20, 2**23, 2**26)]
     [17280, 34560, 71040]

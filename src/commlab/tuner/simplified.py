@@ -9,8 +9,8 @@ pair with the least predicted time (chapter 06)::
 This module writes that model down with the constants of NCCL 2.30 (read from NVIDIA/nccl ``tuning.cc``,
 https://github.com/NVIDIA/nccl/blob/master/src/graph/tuning.cc) and one bus bandwidth for every pair: the
 teaching version of chapter 06. The complete model, with the channel search, the Tree factor and per-channel
-caps, the LL/LL128 caps per architecture, NVLS and the network, is :func:`commlab.cost.nccl_predict.predict`
-on a :class:`commlab.cost.machine.Machine`.
+caps, the LL/LL128 caps per architecture, NVLS and the network, is :func:`commlab.tuner.predict.predict`
+on a :class:`commlab.tuner.machine.Machine`.
 
 What it keeps:
 
