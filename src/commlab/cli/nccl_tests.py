@@ -74,7 +74,7 @@ def _load(path: str, args):
     judged = verdict(summary.peak_busbw_GBps, args.link) if args.link is not None else None
     from commlab.scorecard.log_model import model_report
 
-    from commlab.tuner.settings import machine_for_log
+    from commlab.scorecard.log_model import machine_for_log
 
     machine, forced = machine_for_log(args.machine_obj, text)
     if forced:

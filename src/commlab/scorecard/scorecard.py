@@ -282,7 +282,7 @@ def score_file(path: str | Path, machine: Machine | None = None, text: str | Non
             note = f"cannot be described: {note}"
     if not log.rows:
         raise CommlabError(f"no nccl-tests table rows in LOG {str(path)!r}")
-    from commlab.tuner.settings import machine_for_log
+    from commlab.scorecard.log_model import machine_for_log
 
     machine, forced = machine_for_log(machine, text)
     cluster, cluster_note = shipped_cluster(path)

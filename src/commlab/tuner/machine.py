@@ -29,7 +29,7 @@ from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 
 from commlab.tuner import nccl_constants as K
-from commlab.tuner import settings as nccl_env
+from commlab.tuner import settings
 from commlab.tuner import nvlink_topology as topo
 from commlab.cost.gpus import GPUS, Gpu, nvlink_gen
 from commlab.tuner.networks import NET_TYPES
@@ -117,8 +117,8 @@ class Machine:
             raise CommlabError(f"unknown gpu {self.gpu!r}; the GPUs are: {', '.join(GPUS)}")
         if self.p2p is None:                                   # frozen: the GPU's default is set once, here
             object.__setattr__(self, "p2p", GPUS[self.gpu].p2p)
-        object.__setattr__(self, "algo", nccl_env.canonical(self.algo, nccl_env.ALGO_NAMES, "algorithm"))
-        object.__setattr__(self, "proto", nccl_env.canonical(self.proto, nccl_env.PROTO_NAMES, "protocol"))
+        object.__setattr__(self, "algo", settings.canonical(self.algo, settings.ALGO_NAMES, "algorithm"))
+        object.__setattr__(self, "proto", settings.canonical(self.proto, settings.PROTO_NAMES, "protocol"))
         _int(self.gpus_per_node, "gpus_per_node", 1)
         _int(self.nodes, "nodes", 1)
         if self.nvlink is not None and self.nvlink not in (0, nvlink_gen(self.gpu)):
@@ -267,8 +267,8 @@ class Machine:
     def enabled(self, op: str) -> tuple[frozenset[str] | None, frozenset[str] | None]:
         """(algorithms, protocols) ``algo`` and ``proto`` leave NCCL for ``op`` (commlab's name, e.g.
         ``all_reduce``); None where the field says nothing for it (NCCL's defaults)."""
-        algos = nccl_env.enabled_names(self.algo, nccl_env.ALGO_NAMES, "algorithm").get(op) if self.algo else None
-        protos = nccl_env.enabled_names(self.proto, nccl_env.PROTO_NAMES, "protocol").get(op) if self.proto else None
+        algos = settings.enabled_names(self.algo, settings.ALGO_NAMES, "algorithm").get(op) if self.algo else None
+        protos = settings.enabled_names(self.proto, settings.PROTO_NAMES, "protocol").get(op) if self.proto else None
         return algos, protos
 
 

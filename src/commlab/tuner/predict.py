@@ -60,8 +60,8 @@ from commlab.tuner import nccl_constants as K
 from commlab.tuner.launch import LaunchShape
 from commlab.tuner.machine import Machine
 from commlab.tuner.graphs import nccl_graphs
-from commlab.tuner.table import (OPS, TuningEntry, _log2i, _op, nccl_tuning_table, nvls_chunk_bytes, nvls_tuning,
-                                     tree_chunk_bytes)
+from commlab.tuner.settings import OPS, log2i, tuned_op
+from commlab.tuner.table import TuningEntry, nccl_tuning_table, nvls_chunk_bytes, nvls_tuning, tree_chunk_bytes
 from commlab.errors import CommlabError
 
 __all__ = ["OPS", "Prediction", "TuningEntry", "nccl_tuning_table", "predict"]
@@ -100,7 +100,7 @@ def _tree_fill_us(op: str, algo: str, proto: str, e: TuningEntry, s: np.ndarray,
     """
     if op != "all_reduce" or algo != "Tree" or proto not in K.TREE_FILL_PROTOS or m.nodes < 2:
         return np.zeros(s.shape)
-    hops = K.TREE_FILL_HOPS_PER_LEVEL * _log2i(m.nodes)
+    hops = K.TREE_FILL_HOPS_PER_LEVEL * log2i(m.nodes)
     chunk = np.array([tree_chunk_bytes(proto, float(x), m, runtime_channels) for x in s.ravel()]).reshape(s.shape)
     return hops * chunk * runtime_channels / (1000.0 * e.algbw_GBps)
 
@@ -187,7 +187,7 @@ def predict(op: str, nbytes, m: Machine, launch: LaunchShape | None = None) -> P
     time is that pair's as the machine runs it (:func:`~commlab.tuner.table.nccl_tuning_table` with
     ``realized=True``). With ``launch`` (nccl-tests' ``-g``), no time is below its floor:
     ``max(t, gpus_per_thread x launch_us)`` (:mod:`commlab.tuner.launch`)."""
-    op = _op(op)
+    op = tuned_op(op)
     s = np.asarray(nbytes, dtype=float)
     if not np.all(np.isfinite(s)) or np.any(s < 0):
         raise CommlabError(f"nbytes must be finite and >= 0, got {nbytes!r}")

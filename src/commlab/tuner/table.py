@@ -19,27 +19,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from commlab.collectives import canonical
 from commlab.tuner import nccl_constants as K
 from commlab.tuner.machine import Machine
 from commlab.tuner.graphs import Graph, nccl_graphs
 from commlab.tuner.networks import NET_TYPES
+from commlab.tuner.settings import log2i, ring_steps, tuned_op
 from commlab.tuner.shm import shm_rate_GBps
 from commlab.errors import CommlabError
-
-#: Collectives NCCL's tuner models. nccl-tests' alltoall, scatter, gather and sendrecv are grouped
-#: send/recv calls, which NCCL does not tune (no entry in tuning.cc).
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
-
-
-def _nsteps(op: str, n: int) -> int:
-    """tuning.cc:289-291."""
-    return 2 * (n - 1) if op == "all_reduce" else n - 1 if op in ("all_gather", "reduce_scatter") else n
-
-
-def _log2i(x: int) -> int:
-    return int(math.floor(math.log2(x))) if x >= 1 else 0
-
 
 def _candidates(op: str, graphs: Mapping[str, Graph], m: Machine) -> list[tuple[str, str]]:
     """The (algorithm, protocol) pairs enabled for ``op`` on ``m`` (tuning.cc:293-303, 498-541), within what the
@@ -103,7 +89,7 @@ def _alg_bw(op: str, algo: str, bus: float, n: int) -> float:
     """Bus to algorithm bandwidth (tuning.cc:377-382)."""
     if algo != "Ring" and op in ("all_gather", "reduce_scatter"):
         return bus
-    return bus * (n / _nsteps(op, n) if algo in ("Ring", "NVLS", "NVLSTree") else 0.5)
+    return bus * (n / ring_steps(op, n) if algo in ("Ring", "NVLS", "NVLSTree") else 0.5)
 
 
 def _net_hop_us(proto: str, m: Machine, real: bool) -> tuple[float, float]:
@@ -134,12 +120,12 @@ def _latency_us(op: str, algo: str, proto: str, m: Machine, real: bool = False) 
         overhead = 0.0 if nodes == 1 else K.NET_OVERHEAD_US[m.cpu] * (3.0 if proto == "Simple" else 1.0)
         intra = max(intra, overhead)
         inter_steps = 0 if nodes == 1 else 2 * (nodes - 1) if op == "all_reduce" else nodes - 1
-        return lat + (_nsteps(op, n) - inter_steps) * intra + inter_steps * inter
+        return lat + (ring_steps(op, n) - inter_steps) * intra + inter_steps * inter
     if algo == "Tree":
-        return lat + 2 * ((ppn - 1) * intra + _log2i(nodes) * inter)
+        return lat + 2 * ((ppn - 1) * intra + log2i(nodes) * inter)
     if algo == "NVLS":
         return intra + (inter if nodes > 1 else 0.0)
-    return lat + intra + 2 * _log2i(nodes) * inter                       # NVLSTree
+    return lat + intra + 2 * log2i(nodes) * inter                       # NVLSTree
 
 
 @dataclass(frozen=True)
@@ -172,7 +158,7 @@ def nccl_tuning_table(op: str, m: Machine, realized: bool = False) -> dict[tuple
     """NCCL's table for ``op`` on ``m``: (algorithm, protocol) -> latency and bandwidth, enabled pairs only.
     ``realized=True`` gives the bandwidths the channels reach (:func:`_realized`) and the latencies the network
     really has (:mod:`commlab.tuner.networks`) instead of NCCL's budget and its plugin's report."""
-    op = _op(op)
+    op = tuned_op(op)
     if m.n_ranks < 2:
         raise CommlabError(f"NCCL's model needs at least 2 ranks; the machine has {m.n_ranks}")
     graphs = nccl_graphs(m)
@@ -248,7 +234,7 @@ def tree_chunk_bytes(proto: str, nbytes: float, m: Machine, n_channels: int) -> 
     share = int(nbytes) // n_channels
     if proto == "LL128":
         ppn = m.gpus_per_node
-        steps = 1 + _log2i(m.nodes) + 0.1 * ppn
+        steps = 1 + log2i(m.nodes) + 0.1 * ppn
         chunk = K.TREE_LL128_MAX_CHUNK_BYTES
         for times, floor in K.TREE_LL128_CHUNK_RULES:
             while share // chunk < steps * times / ppn and chunk > floor:
@@ -267,11 +253,3 @@ def _nothing_enabled(op: str, graphs: Mapping[str, Graph], m: Machine) -> Commla
     return CommlabError(f"algo={m.algo or '(any)'} and proto={m.proto or '(any)'} leave NCCL no algorithm/protocol "
                         f"for {op} on {free.describe()} (it could use {could}); NCCL fails such a call: 'No "
                         f"algorithm/protocol available' (enqueue.cc:2063)")
-
-
-def _op(op: str) -> str:
-    name = canonical(op)
-    if name not in OPS:
-        raise CommlabError(f"NCCL's tuner models {', '.join(OPS)}; {name!r} is grouped send/recv in nccl-tests, "
-                           f"which NCCL does not tune")
-    return name
