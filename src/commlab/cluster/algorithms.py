@@ -29,8 +29,7 @@ from types import MappingProxyType
 
 from commlab.collectives import canonical
 from commlab.errors import CommlabError
-
-_NCCL_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+from commlab.tuner.settings import OPS as _NCCL_OPS
 
 #: algorithm -> the collectives it runs
 ALGORITHMS = MappingProxyType({
