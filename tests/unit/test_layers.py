@@ -257,7 +257,8 @@ FOUNDATIONS = {"commlab", "commlab.errors", "commlab.units", "commlab.hardware",
 
 
 def test_import_commlab_cost_loads_only_the_formulas():
-    code = "import json, sys, commlab.cost; print(json.dumps(sorted(m for m in sys.modules if m.startswith('commlab'))))"
+    code = ("import json, sys, commlab.cost; "
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('commlab'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     loaded = set(json.loads(out.stdout))
     assert loaded == FORMULAS | FOUNDATIONS, f"import commlab.cost loads {len(loaded)} modules: {sorted(loaded)}"
