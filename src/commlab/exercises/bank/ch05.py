@@ -132,6 +132,11 @@ def _volume_growth(rng) -> Worked:
     return Worked(question, ratio, solution, mistakes, params={"small": small, "large": large})
 
 
+def _mb(nbytes: float) -> str:
+    """A size in decimal MB, the unit the answer is asked in ("2.918 MB", never "2.783 MiB" beside "512 KB")."""
+    return f"{num(nbytes / units.MB)} MB"
+
+
 def _half_busbw(rng) -> Worked:
     link = hardware.link(pick(rng, _LINKS))
     limit = largest_group(link.name)
@@ -145,8 +150,8 @@ def _half_busbw(rng) -> Worked:
                 "(NCCL's own per-hop cost for Ring/Simple). With t = 2(N-1)(alpha_step + S/(N B)), from what size S "
                 "does nccl-tests' busbw reach half of B? Give S in MB.")
     solution = (f"busbw = S/t x 2(N-1)/N = S / (N alpha + S/B) = B / (1 + N alpha B / S): half of B where "
-                f"S = N alpha B = {n} x {duration(a_step)} x {rate(bw)} = {size(s_half)}. With the wire's latency the "
-                f"same formula gives {size(n * a_wire * bw)}, {num(a_step / a_wire, 3)} times too early.")
+                f"S = N alpha B = {n} x {duration(a_step)} x {rate(bw)} = {_mb(s_half)}. With the wire's latency the "
+                f"same formula gives {_mb(n * a_wire * bw)}, {num(a_step / a_wire, 3)} times too early.")
     mistakes = (Mistake(a_wire / a_step, "used the wire's latency", "a step of a real collective costs "
                         "alpha_step (launch, protocol, flags), not the wire's latency"),
                 Mistake(1 / n, "N left out", "busbw = B / (1 + N alpha B / S): S_1/2 = N alpha B"),
