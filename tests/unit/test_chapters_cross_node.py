@@ -62,9 +62,9 @@ ALLOWED = {
 
 #: Chapters other engineers are fixing in parallel; strict, so that the lead flips each one once it passes.
 PENDING = {
-    "06_tree_allreduce": "truth-pass work: chapter 06 costs ring, trees and halving-doubling across nodes on one "
-                         "NDR link per GPU (cells ch06-03, -13, -18, -20, -20b): frame them as single-GPU servers "
-                         "with B from commlab.cluster, or cost them with cluster_cost",
+    "06_tree_allreduce": "truth-pass work: chapter 06 costs ring, trees and halving-doubling on one network link "
+                         "per GPU (NDR in ch06-03, -20, -20b; the widget's link in ch06-13, -18): frame them as "
+                         "single-GPU servers with B from commlab.cluster, or cost them with cluster_cost",
     "09_parallelism": "planner work (issue 23 items 1-4): chapter 09's 70B all-reduce and its planner section "
                       "still cost DP across nodes on one link per GPU",
     "10_self_check": "truth-pass work: chapter 10's answers (ch10-09, ch10-10) cost the 70B gradient sync, TP and "
