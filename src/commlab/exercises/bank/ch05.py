@@ -145,7 +145,9 @@ def _half_busbw(rng) -> Worked:
     s_half = n * a_step * bw                                           # busbw = B / (1 + N alpha B / S)
     t_s = float(cost.ring_all_reduce_time_s(s_half, n, a_step, bw))
     assert abs(float(cost.busbw_GBps("all_reduce", s_half, t_s, n)) / link.unidir_GBps - 0.5) < 1e-9
-    question = (f"A ring all-reduce on {n} GPUs over {link.title} (B = {rate(bw)} one way). The wire's latency is "
+    where = (f"{n} servers of one GPU each, joined by {link.title} (one card per server, " if limit is None
+             else f"{n} GPUs over {link.title} (")
+    question = (f"A ring all-reduce on {where}B = {rate(bw)} one way). The wire's latency is "
                 f"{num(a_wire * 1e6)} us, but one step of a real ring costs alpha_step = {num(a_step * 1e6)} us "
                 "(NCCL's own per-hop cost for Ring/Simple). With t = 2(N-1)(alpha_step + S/(N B)), from what size S "
                 "does nccl-tests' busbw reach half of B? Give S in MB.")
