@@ -339,3 +339,27 @@ def test_half_busbw_answers_in_one_unit():
         assert match is not None, worked.solution
         first = float(match.group(1))
         assert first == pytest.approx(worked.expected, rel=1e-3)
+
+
+def test_chapter_07s_fsdp_and_hsdp_times_are_the_cluster_models():
+    import math
+
+    from commlab import parallelism, units
+    from commlab.cluster.groups import group_view
+
+    source = dict(notebook_cells(ROOT / "chapters" / "07_overlap.ipynb"))["ch07-26a"]
+    space: dict = {"math": math, "parallelism": parallelism, "cluster": cluster, "units": units,
+                   "group_view": group_view}
+    exec(compile(source, "ch07-26a", "exec"), space)                    # noqa: S102 - the chapter's own cell
+    flat_s, _, network_s = space["times"]["dgx-h100-ndr"]
+    fsdp_all = space["fsdp_all"]
+    # independently: every call on 8 DGX H100 as cluster_cost's NCCL pick, summed
+    dgx = cluster.preset("dgx-h100-ndr")
+    want = 0.0
+    for item in fsdp_all:
+        costed = cluster.cluster_cost(item.primitive, [item.nbytes_per_call], dgx, 8)
+        assert costed.nccl_pick is not None
+        want += item.calls_per_step * float(costed[costed.nccl_pick[0]].ran_time_s[0])
+    assert flat_s == pytest.approx(want)
+    one_link = fsdp_all.time_s("ib-ndr")                               # the old per-GPU count on one NIC
+    assert flat_s < one_link / 4 and network_s < flat_s
