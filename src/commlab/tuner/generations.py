@@ -69,7 +69,7 @@ def _version(text: str) -> tuple[int, int]:
     return major, minor
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Generation:
     """One generation of NCCL's tuner: its tables keyed as :mod:`commlab.cost.nccl_constants` keys them, its rules,
     and where each comes from (:meth:`line`)."""
@@ -99,6 +99,9 @@ class Generation:
     lines: MappingProxyType
     """table or rule name -> its line(s) in ``source`` at ``tag``"""
     plateau_rule: str = "share_per_channel"
+
+    def __repr__(self) -> str:
+        return f"Generation({self.name!r}, {self.tag})"
 
     def line(self, name: str) -> str:
         """Where a table or rule comes from: ``"v2.8.4-1 src/graph/tuning.cc:125"``."""
