@@ -11,7 +11,7 @@ on one or two nodes measures them. The fitted quantities, at most three, each wi
   :mod:`commlab.cost.launch`: ``gpus_per_thread x launch_us``).
 
 NCCL still picks with what it sees (the port speed, the latency its plugin reports); the calibration changes only
-how the pick runs (:func:`commlab.tuner.generations.replay`, ``run_machine``). A quantity is fitted only where the
+how the pick runs (:func:`commlab.tuner.generations.replay`, ``run_machine`` and ``nic_scale``). A quantity is fitted only where the
 run shows it: one node shows no network, so a 1-node run fits the launch floor alone and says so. The fit is a
 coordinate search, each quantity on the rows where it matters (the NIC on sizes >= 64 MiB, the hop on 64 KiB to 64
 MiB, the floor on the smallest sizes), least median relative time error, twice round; the grids are in
@@ -40,8 +40,8 @@ from commlab.cost.nccl_predict import OPS, Prediction
 from commlab.errors import CommlabError
 from commlab.tuner.generations import Generation, GenerationChoice, current, replay
 
-#: the NIC's delivered rate is searched as these fractions of its port speed
-NIC_FRACTIONS = tuple(round(x, 3) for x in np.arange(0.10, 1.2001, 0.025))
+#: the NIC's delivered rate is searched as these fractions of its port speed (a port delivers at most its speed)
+NIC_FRACTIONS = tuple(round(x, 3) for x in np.arange(0.05, 1.0001, 0.0125))
 #: the network hop's cost is searched on these values, us
 HOP_GRID_US = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0,
                80.0, 100.0)
@@ -61,13 +61,16 @@ class Calibration:
     launch_us_per_gpu: float | None = None
 
     def run_machine(self, m: Machine) -> Machine:
-        """``m`` as it runs with these quantities (NCCL still picks on ``m``)."""
-        changes: dict = {}
-        if self.nic_delivered_Gbps is not None and m.nodes > 1:
-            changes["nic_Gbps"] = self.nic_delivered_Gbps
+        """``m`` as it runs with the fitted hop (NCCL still picks on ``m``)."""
         if self.net_hop_us is not None and m.nodes > 1:
-            changes["net_latency_us"] = self.net_hop_us
-        return replace(m, **changes) if changes else m
+            return replace(m, net_latency_us=self.net_hop_us)
+        return m
+
+    def nic_scale(self, m: Machine) -> float:
+        """What a NIC delivers over its port speed (1 where not fitted or on one node)."""
+        if self.nic_delivered_Gbps is None or m.nodes == 1 or m.nic_Gbps <= 0:
+            return 1.0
+        return self.nic_delivered_Gbps / m.nic_Gbps
 
     def launch(self, gpus_per_thread: int) -> LaunchShape | None:
         if self.launch_us_per_gpu is None:
@@ -133,7 +136,7 @@ def predict_calibrated(op: str, nbytes, m: Machine, cal: Calibration, gpus_per_t
     :meth:`Calibration.run_machine` with the calibrated launch floor (or ``launch``, the run's own, uncalibrated)."""
     gen = generation or current()
     shape = cal.launch(gpus_per_thread) or launch
-    return replay(op, nbytes, m, gen, launch=shape, run_machine=cal.run_machine(m))
+    return replay(op, nbytes, m, gen, launch=shape, run_machine=cal.run_machine(m), nic_scale=cal.nic_scale(m))
 
 
 def fit_calibration(op: str, nbytes, time_us, m: Machine, gpus_per_thread: int = 1,

@@ -433,26 +433,31 @@ def _pair_time_us(op: str, algo: str, proto: str, e: Entry, s: np.ndarray, m: Ma
 
 
 def replay(op: str, nbytes, m: Machine, gen: Generation, launch: LaunchShape | None = None,
-           run_machine: Machine | None = None) -> Prediction:
+           run_machine: Machine | None = None, nic_scale: float = 1.0) -> Prediction:
     """NCCL ``gen``'s pick per size for ``op`` on ``m`` and its time as the machine runs it; the current generation is
-    :func:`commlab.cost.nccl_predict.predict` itself. ``run_machine`` (a calibration, :mod:`commlab.tuner.calibrate`)
-    times the pick on another description of the same machine (what its NICs deliver, its real hop) while NCCL still
-    picks with what it sees on ``m``."""
+    :func:`commlab.cost.nccl_predict.predict` itself. A calibration (:mod:`commlab.tuner.calibrate`) times the pick on
+    ``run_machine`` (the same machine with its real network hop) with every bandwidth across nodes at ``nic_scale``
+    of what NCCL budgets (what a NIC delivers over its port speed), while NCCL still picks with what it sees on
+    ``m``. The scale divides the time's bandwidth part, ``latency + (time - latency) / nic_scale``: every term but the
+    latency (bytes over bandwidth, the pipeline fills) goes as one over the bandwidth."""
     s = np.asarray(nbytes, dtype=float)
     if not np.all(np.isfinite(s)) or np.any(s < 0):
         raise CommlabError(f"nbytes must be finite and >= 0, got {nbytes!r}")
+    if not nic_scale > 0:
+        raise CommlabError(f"nic_scale must be > 0 (a NIC's delivered rate over its port speed), got {nic_scale!r}")
+    runner = run_machine or m
+    scale = nic_scale if m.nodes > 1 else 1.0
     if gen.current:
-        pick = predict(op, s, m, launch=launch)
-        if run_machine is None or run_machine == m:
-            return pick
-        return _retime(pick, predict(op, s, run_machine, launch=launch), launch)
+        if runner == m and scale == 1.0:
+            return predict(op, s, m, launch=launch)
+        return _retime(op, s, predict(op, s, m), predict(op, s, runner), runner, scale, launch)
     channels = min(K.MAX_CHANNELS, 2 * nccl_graphs(m)["Ring"].n_channels)
     est_table = tuning_table(op, m, gen)
     pairs = list(est_table)
     est = np.stack([_pair_time_us(op, a, p, est_table[(a, p)], s, m, gen, channels) for a, p in pairs])
-    runner = run_machine or m
     run_table = tuning_table(op, runner, gen, realized=True)
-    run = np.stack([_pair_time_us(op, a, p, run_table[(a, p)], s, runner, gen, channels) if (a, p) in run_table
+    run = np.stack([_pair_time_us(op, a, p, Entry(run_table[(a, p)].latency_us, run_table[(a, p)].algbw_GBps * scale),
+                                  s, runner, gen, channels) if (a, p) in run_table
                     else np.full(s.shape, np.inf) for a, p in pairs])
     if launch is not None:
         run = np.maximum(run, launch.floor_us)
@@ -465,13 +470,32 @@ def replay(op: str, nbytes, m: Machine, gen: Generation, launch: LaunchShape | N
                       launch, MappingProxyType(dict(zip(pairs, est))))
 
 
-def _retime(pick: Prediction, run: Prediction, launch: LaunchShape | None) -> Prediction:
-    """``pick``'s choices timed by ``run``'s table (the same pairs as another description of the machine runs them)."""
-    times = []
-    for i, (a, p) in enumerate(zip(np.atleast_1d(pick.algo), np.atleast_1d(pick.proto))):
-        row = run.table.get((str(a), str(p)))
-        times.append(float(row[i]) if row is not None else float(np.atleast_1d(run.time_s)[i]) * 1e6)
-    t = np.asarray(times)
+def _latency_part_us(op: str, algo: str, proto: str, s: np.ndarray, m: Machine) -> np.ndarray:
+    """The latency term of the predictive model's time of one pair on ``m`` (its realized latency, with the ring
+    plateau where ncclTopoGetAlgoTime applies it, tuning.cc:647-650), per size."""
+    from commlab.cost.nccl_table import nccl_tuning_table
+
+    lat = np.full(s.shape, nccl_tuning_table(op, m, realized=True)[(algo, proto)].latency_us)
+    if algo == "Ring" and proto == "Simple" and m.nodes > 1 and op == "all_reduce":
+        channels = min(K.MAX_CHANNELS, 2 * nccl_graphs(m)["Ring"].n_channels)            # connect.cc:460
+        factor = K.RING_PLATEAU_FACTOR["pre_sm80" if m.compute_capability < 80 else "sm80_up"]
+        lat = np.where(s / (channels * m.n_ranks) >= 64, lat * factor, lat)
+    return lat
+
+
+def _retime(op: str, s: np.ndarray, pick: Prediction, run: Prediction, runner: Machine, scale: float,
+            launch: LaunchShape | None) -> Prediction:
+    """``pick``'s choices (NCCL's, on the machine it sees) timed by ``run``'s table (the same pairs on ``runner``),
+    the bandwidth part divided by ``scale``; a pair ``runner`` does not enable keeps ``run``'s own pick."""
+    times = np.empty(s.shape)
+    for (a, p) in {(str(a), str(p)) for a, p in zip(np.atleast_1d(pick.algo), np.atleast_1d(pick.proto))}:
+        at = (np.atleast_1d(pick.algo) == a) & (np.atleast_1d(pick.proto) == p)
+        row = run.table.get((a, p))
+        t = np.asarray(row if row is not None else run.time_s * 1e6, dtype=float)
+        if scale != 1.0:
+            lat = _latency_part_us(op, a, p, s, runner) if row is not None else np.zeros(s.shape)
+            t = lat + (t - lat) / scale
+        times[at] = t[at]
     if launch is not None:
-        t = np.maximum(t, launch.floor_us)
-    return replace(pick, time_s=t.reshape(np.shape(pick.time_s)) * 1e-6, table=run.table)
+        times = np.maximum(times, launch.floor_us)
+    return replace(pick, time_s=times * 1e-6, table=run.table, launch=launch)
