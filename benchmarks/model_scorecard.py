@@ -7,8 +7,8 @@ not part of the timing:
   (most logs meeting the goals, then the least interpolation error) and scored on the 16th it never saw;
 * rows it has not seen: each log fitted on every other row, the median error on the rows left out;
 * the predictive model's two measured constants (no source gives them), each chosen on some logs and held
-  against others: the SHM two-way rate (commlab.cost.shm) and the per-GPU launch cost of nccl-tests -g N
-  (commlab.cost.launch).
+  against others: the SHM two-way rate (commlab.tuner.shm) and the per-GPU launch cost of nccl-tests -g N
+  (commlab.tuner.launch).
 
 Run: .venv/bin/python benchmarks/model_scorecard.py   (prints; not a test)
 """
@@ -19,7 +19,7 @@ T_START = time.perf_counter()            # the timing includes importing commlab
 import numpy as np  # noqa: E402
 
 from commlab.cost import protocol_fit as pf  # noqa: E402
-from commlab.cost.scorecard import format_scorecard, measured_points, scorecard  # noqa: E402
+from commlab.scorecard.scorecard import format_scorecard, measured_points, scorecard  # noqa: E402
 from commlab.nccl import nccl_tests_logs, parse_log  # noqa: E402
 
 
@@ -64,9 +64,9 @@ def leave_one_log_out() -> None:
 
 
 def _median_error(key, max_nbytes=None, min_nbytes=0):
-    from commlab.cost.fixture_machines import fixture_machine
-    from commlab.cost.launch import LaunchShape
-    from commlab.cost.nccl_predict import predict
+    from commlab.scorecard.fixture_machines import fixture_machine
+    from commlab.tuner.launch import LaunchShape
+    from commlab.tuner.predict import predict
     from commlab.nccl import nccl_tests_log
 
     log = parse_log(nccl_tests_log(key).read_text())
@@ -77,8 +77,8 @@ def _median_error(key, max_nbytes=None, min_nbytes=0):
 
 
 def chosen_constants() -> None:
-    from commlab.cost.launch import LAUNCH_US_PER_GPU
-    from commlab.cost.shm import SHM_TWO_WAY_GBPS
+    from commlab.tuner.launch import LAUNCH_US_PER_GPU
+    from commlab.tuner.shm import SHM_TWO_WAY_GBPS
 
     big = 64 * 2**20 - 1
     seen = _median_error("06", min_nbytes=big)
@@ -96,9 +96,9 @@ def tcpxo_hop() -> None:
     """TCPXO_HOP_US redone on its calibration run (a 0.5 us grid) and held against log 12."""
     from importlib import resources
 
-    from commlab.cost.machine import parse_machine
-    from commlab.cost.networks import TCPXO_CALIBRATION_LOG, TCPXO_HOP_US
-    from commlab.cost.scorecard import best_net_latency_us, score_file
+    from commlab.tuner.machine import parse_machine
+    from commlab.tuner.networks import TCPXO_CALIBRATION_LOG, TCPXO_HOP_US
+    from commlab.scorecard.scorecard import best_net_latency_us, score_file
     from commlab.nccl import nccl_tests_log
 
     desc = "gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=200,net=tcpxo"

@@ -125,8 +125,10 @@ def fixture_lines(code) -> list[str]:
     import numpy as np
 
     from commlab import nccl
-    from commlab.cost import LaunchShape, fit_protocol_model, predict
-    from commlab.cost.fixture_machines import fixture_machine
+    from commlab.cost import fit_protocol_model
+    from commlab.tuner.launch import LaunchShape
+    from commlab.tuner.predict import predict
+    from commlab.scorecard.fixture_machines import fixture_machine
     from commlab.units import format_nbytes
 
     log = nccl.parse_log(nccl.nccl_tests_log(COMPARE_FIXTURE).read_text())

@@ -1,7 +1,7 @@
 """The ring vs tree lab as a script: time commlab.p2p's ring and binary-tree all-reduce (isend/irecv) and
 dist.all_reduce over a size sweep, check every result, fit this machine's alpha and B from the ring's times,
 predict where ring and tree cross on these ranks, feed the fitted alpha and B into the models for 8 to 1024
-ranks, and set beside it what NCCL's own tuner (commlab.cost.predict) picks at each size on real machines: one DGX
+ranks, and set beside it what NCCL's own tuner (commlab.tuner.predict) picks at each size on real machines: one DGX
 H100 and 16 and 128 of them over NDR InfiniBand, with and without NVLS, or the machine ``--machine`` describes
 (labs/ring_vs_tree.ipynb). The crossovers use your functions from labs/mine/ring_vs_tree.py (else the
 reference; the first line says which, ``--reference`` forces it).
@@ -46,8 +46,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help=f"comma-separated sizes in bytes, K/M/G binary (default {DEFAULT_SIZES})")
     p.add_argument("--repeats", type=int, default=5, help="timed calls per size and algorithm (default 5)")
     p.add_argument("--machine", default=None,
-                   help="show what NCCL's tuner picks on this machine (commlab.cost.parse_machine's fields, e.g. "
-                        "gpu=h100,gpus_per_node=8,nodes=4,nics_per_node=8,nic_Gbps=400); default: DGX H100 nodes")
+                   help="show what NCCL's tuner picks on this machine (commlab.tuner.machine.parse_machine's fields, "
+                        "e.g. gpu=h100,gpus_per_node=8,nodes=4,nics_per_node=8,nic_Gbps=400); default: DGX H100 nodes")
     script.add_launch_options(p, DEFAULT_RANKS, default_timeout_s=300.0)
     return p.parse_args(argv)
 
@@ -55,7 +55,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def prepare(args: argparse.Namespace) -> tuple:
     """The worker's arguments (sizes, repeats), checked; ``--machine`` is checked here too, before any rank
     starts."""
-    from commlab.cost import parse_machine
+    from commlab.tuner.machine import parse_machine
     from commlab.errors import CommlabError
 
     sizes = parse_sizes(args.sizes)
@@ -171,7 +171,7 @@ def machines(desc: str | None) -> list[tuple[str, object, object]]:
     import dataclasses
 
     from commlab import cluster, hardware
-    from commlab.cost import parse_machine
+    from commlab.tuner.machine import parse_machine
 
     if desc is not None:
         machine = parse_machine(desc)
@@ -189,12 +189,12 @@ def machines(desc: str | None) -> list[tuple[str, object, object]]:
 def nccl_lines(code, desc: str | None = None) -> list[str]:
     """What NCCL's tuner picks at each size (first pair, then each switch), and, on the DGX H100 machines, where
     ``code``'s plain ring/tree crossover falls with the numbers of the link the traffic crosses."""
-    from commlab.cost import predict
+    from commlab.tuner.predict import predict
     from commlab.units import format_nbytes
 
     predict_crossover_nbytes = code.function("predict_crossover_nbytes")
     first, last = (format_nbytes(PICK_SIZES[i], binary=True) for i in (0, -1))
-    lines = [f"what NCCL's tuner picks (commlab.cost.predict), all-reduce from {first} to {last}:"]
+    lines = [f"what NCCL's tuner picks (commlab.tuner.predict.predict), all-reduce from {first} to {last}:"]
     for label, machine, link in machines(desc):
         p = predict("all_reduce", PICK_SIZES, machine)
         switches = [f"{new} from {format_nbytes(at, binary=True)}" for at, _, new in p.switches()]

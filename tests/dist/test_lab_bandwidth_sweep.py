@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from commlab import collectives, cost, nccl
+from commlab.tuner.predict import predict
 from commlab.errors import CommlabError
 from commlab.labs.checks import bandwidth_sweep as checks
 from commlab.labs.solutions.bandwidth_sweep import bus_factor, least_squares_alpha_beta, protocol_time_s
@@ -166,8 +167,8 @@ def test_script_sweeps_two_ranks_and_reports():
     assert "8x H100 (fixture 07)" in done.stdout and "above the link" in done.stdout
     assert "protocol-aware fit (" in done.stdout and "alpha_Simple_us = " in done.stdout    # 3 sizes: one regime
     h100 = nccl.parse_log(nccl.nccl_tests_log(7).read_text())          # fixture 07: what NCCL's tuner picks
-    from commlab.cost.fixture_machines import fixture_machine
-    (at, old, new), = cost.predict("all_reduce", [r.size_bytes for r in h100.rows], fixture_machine(7).machine).switches()
+    from commlab.scorecard.fixture_machines import fixture_machine
+    (at, old, new), = predict("all_reduce", [r.size_bytes for r in h100.rows], fixture_machine(7).machine).switches()
     assert f"{old} -> {new} at {at // 2**20} MiB" in done.stdout
 
 

@@ -1,6 +1,6 @@
 """The ring vs tree lab: the reference models against closed forms and commlab.cost, the crossover against the
 models themselves, the script's worker on 4 real gloo ranks (it checks ring and tree against dist.all_reduce),
-and what the script says NCCL's tuner picks (against commlab.cost.predict) and what NCCL_ALGO did."""
+and what the script says NCCL's tuner picks (against commlab.tuner.predict.predict) and what NCCL_ALGO did."""
 from __future__ import annotations
 
 import importlib.util
@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from commlab import cost, launch
+from commlab.tuner.predict import predict
 from commlab.labs.code import Code
 from commlab.labs.solutions.ring_vs_tree import predict_crossover_nbytes, ring_time_s, tree_time_s
 
@@ -92,7 +93,7 @@ def test_nccl_lines_are_what_cost_predict_picks_and_the_plain_crossover():
     code = Code("ring_vs_tree", None, "test")
     lines = script.nccl_lines(code)
     m16 = cluster.preset("dgx-h100-ndr").machine(16)
-    p = cost.predict("all_reduce", script.PICK_SIZES, m16)
+    p = predict("all_reduce", script.PICK_SIZES, m16)
     line16 = next(x for x in lines if "DGX H100 x 16 (128 GPUs), NVLS on" in x)
     assert line16.split(": ", 1)[1].startswith(p.pairs()[0] + ", ")
     for at, _, new in p.switches():

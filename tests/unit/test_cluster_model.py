@@ -10,11 +10,12 @@ import numpy as np
 import pytest
 
 from commlab import cost
+from commlab.tuner.predict import predict
 from commlab.cluster import Fabric, Shape, cluster_cost, preset, sweep_nodes
 from commlab.cluster.levels import btree_parents, dtree_parents, tree_pattern
-from commlab.cost import nccl_constants as K
-from commlab.cost.machine import NETS
-from commlab.cost.nccl_graphs import nccl_graphs
+from commlab.tuner import nccl_constants as K
+from commlab.tuner.machine import NETS
+from commlab.tuner.graphs import nccl_graphs
 from commlab.errors import CommlabError
 
 SIZES = 2.0 ** np.arange(3, 35)
@@ -23,7 +24,7 @@ NCCL_NAMES = {"ring": ("Ring",), "tree": ("Tree",), "nvls-tree": ("NVLS", "NVLST
 
 def _nccl_ranked_time(op, sizes, machine, names):
     """Per size, the realised time of the pair (of these algorithms) NCCL's own estimate ranks first."""
-    p = cost.predict(op, sizes, machine)
+    p = predict(op, sizes, machine)
     keys = [k for k in p.table if k[0] in names]
     if not keys:
         return None
@@ -43,7 +44,7 @@ def test_ncclS_algorithms_are_predicts_where_the_fabric_adds_nothing(name, nodes
         ref = _nccl_ranked_time(op, SIZES, preset(name).machine(nodes), names)
         np.testing.assert_allclose(c[algo].time_s, ref, rtol=1e-12)
     assert c.nccl_pick == tuple({"Ring": "ring", "Tree": "tree", "NVLS": "nvls-tree", "NVLSTree": "nvls-tree"}[a]
-                                for a in cost.predict(op, SIZES, preset(name).machine(nodes)).algo)
+                                for a in predict(op, SIZES, preset(name).machine(nodes)).algo)
 
 
 def _nccl_btree(nranks, rank):

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from commlab.cluster import Cluster, Fabric, Shape, preset, preset_names, presets
-from commlab.cost import predict
-from commlab.cost.fixture_machines import fixture_machine
+from commlab.tuner.predict import predict
+from commlab.scorecard.fixture_machines import fixture_machine
 from commlab.errors import CommlabError
 from commlab.fabric import LeafSpine, non_blocking_hosts
 

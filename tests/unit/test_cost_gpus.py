@@ -7,10 +7,10 @@ import re
 import numpy as np
 import pytest
 
-from commlab.cost import nccl_constants as K
+from commlab.tuner import nccl_constants as K
 from commlab.cost.gpus import GPUS, nvlink_gen
-from commlab.cost.machine import parse_machine
-from commlab.cost.nccl_predict import OPS, predict
+from commlab.tuner.machine import parse_machine
+from commlab.tuner.predict import OPS, predict
 
 #: NVIDIA's per-link NVLink rate, both directions, GB/s, by generation: NVLink 1 20+20 (P100), NVLink 2 25+25
 #: (V100), NVLink 3 and 4 25+25 over half the lanes at twice the rate (A100, H100), NVLink 5 50+50 (B200).

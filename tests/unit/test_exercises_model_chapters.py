@@ -9,7 +9,7 @@ import re
 import pytest
 
 from commlab import cost, exercises as ex, hardware, nccl
-from commlab.cost import nccl_constants
+from commlab.tuner import nccl_constants
 from commlab.exercises.bank.ch05 import alpha_step_s
 from commlab.exercises.bank.ch08 import regime_half_size_logs
 

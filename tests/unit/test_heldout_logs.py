@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from commlab.cost.machine import parse_machine
-from commlab.cost.scorecard import FIT_P90_GOAL, GOAL_MIN_ROWS, score_file
+from commlab.tuner.machine import parse_machine
+from commlab.scorecard.scorecard import FIT_P90_GOAL, GOAL_MIN_ROWS, score_file
 
 HERE = Path(__file__).resolve().parents[1] / "data" / "nccl_heldout"
 MACHINES = json.loads((HERE / "machines.json").read_text())

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from commlab.cli import main
-from commlab.cost.fixture_machines import fixture_machine
-from commlab.cost.scorecard import (
+from commlab.scorecard.fixture_machines import fixture_machine
+from commlab.scorecard.scorecard import (
     BW_REGIME_NBYTES, FIT_MEDIAN_GOAL, FIT_P90_GOAL, PREDICTED_BW_GOAL, PREDICTED_MEDIAN_GOAL, score_file, scorecard,
 )
 from commlab.nccl import nccl_tests_log, parse_log
@@ -65,7 +65,7 @@ def test_the_bandwidth_regime_holds_where_only_small_and_mid_sizes_are_outside(k
 @pytest.mark.parametrize("key", ["02", "05", "06", "14", "15"])
 def test_ncclS_own_estimate_budgets_shm_as_the_pcie_link(key):
     """Why host staging had to be modelled: NCCL's own estimate of its pick is under half of every large row."""
-    from commlab.cost.nccl_predict import predict
+    from commlab.tuner.predict import predict
 
     big = [r for r in SCORES[key].rows if r.size_bytes >= BW_REGIME_NBYTES]
     p = predict(SCORES[key].collective, [r.size_bytes for r in big], fixture_machine(key).machine)
@@ -82,7 +82,7 @@ def test_the_launch_floor_sets_the_small_sizes_of_the_g12_runs(key):
 def test_fixture_19s_miss_is_the_misaligned_first_step():
     """The in-place all_gather, whose source and destination are equally misaligned, runs at the ring rate the
     model predicts (within 10% from 64 MiB); the out-of-place one, whose first step is not, at 0.6 of it."""
-    from commlab.cost.nccl_predict import predict
+    from commlab.tuner.predict import predict
 
     log = parse_log(nccl_tests_log(19).read_text())
     big = [r for r in log.rows if r.size_bytes >= BW_REGIME_NBYTES]
@@ -169,7 +169,7 @@ def test_the_measured_time_is_the_faster_of_the_two_timings():
     """nccl-tests times each size out of place and in place; one disturbed timing (a spike) must neither
     pull the fit nor count as the collective's time (records.Row.fastest). Built from fixture 07 with a 3x
     spike put into one out-of-place row: the fit and its errors are as on the clean log."""
-    from commlab.cost.scorecard import score_log
+    from commlab.scorecard.scorecard import score_log
     from commlab.nccl import nccl_tests_log, parse_log
 
     text = nccl_tests_log(7).read_text()
@@ -193,7 +193,7 @@ def test_a_log_that_forces_the_algorithm_is_predicted_with_it(tmp_path):
     assert "NCCL_ALGO=Ring" in text
     path = tmp_path / "ring.txt"
     path.write_text(text)
-    from commlab.cost.machine import parse_machine
+    from commlab.tuner.machine import parse_machine
 
     sc = score_file(path, parse_machine("gpu=h100,gpus_per_node=8"))
     assert sc.machine is not None and sc.machine.algo == "Ring" and "NCCL_ALGO=Ring" in sc.machine_note
@@ -208,9 +208,9 @@ def test_the_tcpxo_hop_is_chosen_on_its_calibration_run_and_holds_on_log_12():
     it was not chosen on, then meets the predicted goals with it."""
     from importlib import resources
 
-    from commlab.cost.machine import parse_machine
-    from commlab.cost.networks import TCPXO_CALIBRATION_LOG, TCPXO_HOP_US
-    from commlab.cost.scorecard import best_net_latency_us
+    from commlab.tuner.machine import parse_machine
+    from commlab.tuner.networks import TCPXO_CALIBRATION_LOG, TCPXO_HOP_US
+    from commlab.scorecard.scorecard import best_net_latency_us
 
     path = resources.files("commlab") / "data" / "nccl" / TCPXO_CALIBRATION_LOG
     desc = "gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=200,net=tcpxo"
@@ -222,7 +222,7 @@ def test_the_tcpxo_hop_is_chosen_on_its_calibration_run_and_holds_on_log_12():
 
 
 def test_the_repeat_spread_is_how_far_the_two_timings_of_a_size_disagree():
-    from commlab.cost.scorecard import repeat_spread, score_log
+    from commlab.scorecard.scorecard import repeat_spread, score_log
 
     log = parse_log(nccl_tests_log(7).read_text())
     rows = [r for r in log.rows if r.size_bytes > 0]
@@ -238,8 +238,8 @@ def test_the_repeat_spread_is_how_far_the_two_timings_of_a_size_disagree():
 
 
 def test_machine_help_lists_the_fields_the_gpus_and_the_networks(capsys):
-    from commlab.cost.machine import GPUS
-    from commlab.cost.networks import NET_TYPES
+    from commlab.tuner.machine import GPUS
+    from commlab.tuner.networks import NET_TYPES
 
     assert main(["scorecard", str(nccl_tests_log(7)), "--machine", "help"]) == 2
     err = capsys.readouterr().err

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from commlab.cli import main
-from commlab.cluster.scoring import fixture_cluster
-from commlab.cost.scorecard import BW_REGIME_NBYTES, CLUSTER_BW_GOAL, scorecard
+from commlab.scorecard.cluster_column import fixture_cluster
+from commlab.scorecard.scorecard import BW_REGIME_NBYTES, CLUSTER_BW_GOAL, scorecard
 
 SCORES = {sc.name[:2]: sc for sc in scorecard()}
 MULTI_NODE = ["08", "09", "10", "11", "12", "13"]

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from commlab import cost, nccl
+from commlab.tuner.machine import parse_machine
+from commlab.tuner.predict import predict
 from commlab.viz.fit_view import plot_fit_residuals
 from commlab.viz.nccl_picks import plot_nccl_picks, plot_pair_times
 from commlab.viz.style import MIN_FONT_PT
@@ -18,7 +20,7 @@ SIZES = 2.0 ** np.arange(10, 35)
 
 
 def _predict(desc: str):
-    return cost.predict("all_reduce", SIZES, cost.parse_machine(desc))
+    return predict("all_reduce", SIZES, parse_machine(desc))
 
 
 def fit_view():

@@ -1,4 +1,4 @@
-"""The band of NCCL's picks: every size is drawn in the colour of the pair cost.predict picked there (read back
+"""The band of NCCL's picks: every size is drawn in the colour of the pair predict picked there (read back
 from the drawn bars), the pairs NCCL never picked are not in the key, and bad input is refused in a sentence."""
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_hex
 
-from commlab import cost
+from commlab.tuner.machine import parse_machine
+from commlab.tuner.predict import predict
 from commlab.errors import CommlabError
 from commlab.viz import png_bytes
 from commlab.viz.nccl_picks import PAIR_COLORS, plot_nccl_picks
@@ -15,7 +16,7 @@ SIZES = 2.0 ** np.arange(10, 35)
 
 
 def _prediction(desc: str):
-    return cost.predict("all_reduce", SIZES, cost.parse_machine(desc))
+    return predict("all_reduce", SIZES, parse_machine(desc))
 
 
 def test_each_size_is_drawn_in_the_colour_of_the_pair_picked_there():
@@ -52,5 +53,5 @@ def test_pair_times_are_each_pair_over_the_fastest_and_the_pick_is_drawn():
         assert np.all(drawn[f"{algo}/{proto}"] >= 1 - 1e-12)
     np.testing.assert_allclose(drawn["NCCL's pick"], p.time_s * 1e6 / best, rtol=1e-9)
     with pytest.raises(CommlabError, match="at least 2 sizes"):
-        plot_pair_times(cost.predict("all_reduce", [1024.0], cost.parse_machine("gpu=h100,gpus_per_node=8")))
+        plot_pair_times(predict("all_reduce", [1024.0], parse_machine("gpu=h100,gpus_per_node=8")))
 

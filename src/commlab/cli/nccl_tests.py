@@ -47,8 +47,8 @@ def _num(x):
 def _machine(desc: str | None):
     if desc is None:
         return None
-    from commlab.cost.machine import FIELDS, GPUS, parse_machine
-    from commlab.cost.networks import NET_TYPES
+    from commlab.tuner.machine import FIELDS, GPUS, parse_machine
+    from commlab.tuner.networks import NET_TYPES
 
     if desc.strip().lower() == "help":
         raise CommlabError(f"--machine takes field=value pairs: {', '.join(FIELDS)} "
@@ -72,9 +72,9 @@ def _load(path: str, args):
         raise CommlabError(f"{hint or 'the number of ranks is not in the log'}; pass --ranks N")
     summary = summarize(log)
     judged = verdict(summary.peak_busbw_GBps, args.link) if args.link is not None else None
-    from commlab.cost.log_model import model_report
+    from commlab.scorecard.log_model import model_report
 
-    from commlab.cost.nccl_env import machine_for_log
+    from commlab.scorecard.log_model import machine_for_log
 
     machine, forced = machine_for_log(args.machine_obj, text)
     if forced:

@@ -30,7 +30,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from commlab.cli.nccl_tests import _machine
-    from commlab.cost.scorecard import format_scorecard, scorecard
+    from commlab.scorecard.scorecard import format_scorecard, scorecard
     from commlab.errors import CommlabError
 
     machine = _machine(args.machine)

@@ -3,7 +3,7 @@
 * ``flat-ring`` (all-reduce, all-gather, reduce-scatter, broadcast, reduce): one ring through every GPU in rank
   order; each step waits for its slowest hop, a network hop through one NIC (steps, :mod:`~commlab.cluster.analytic`);
 * ``ring`` (the same collectives): NCCL's rings, one channel per NIC, NVLink inside a node, the network only
-  between nodes (NCCL's tuner, :func:`commlab.cost.predict`, plus the fabric);
+  between nodes (NCCL's tuner, :func:`commlab.tuner.predict.predict`, plus the fabric);
 * ``tree`` (all-reduce): NCCL's double binary tree across nodes, chains inside (NCCL's tuner plus the fabric);
 * ``nvls-tree`` (all-reduce; all-gather and reduce-scatter on one domain): NVLink SHARP inside the node, NCCL's
   tree across (NVLSTree); NCCL's NVLS alone on one NVLink domain (NCCL's tuner plus the fabric);
@@ -29,8 +29,7 @@ from types import MappingProxyType
 
 from commlab.collectives import canonical
 from commlab.errors import CommlabError
-
-_NCCL_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+from commlab.tuner.settings import OPS as _NCCL_OPS
 
 #: algorithm -> the collectives it runs
 ALGORITHMS = MappingProxyType({

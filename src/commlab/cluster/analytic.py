@@ -30,8 +30,8 @@ import numpy as np
 
 from commlab.cluster.levels import Shape, all_to_all_pattern, exchange_share, ring_pattern
 from commlab.cluster.terms import Step, Terms, steps_time
-from commlab.cost import nccl_constants as K
-from commlab.cost.nccl_predict import nccl_tuning_table
+from commlab.tuner import nccl_constants as K
+from commlab.tuner.predict import nccl_tuning_table
 
 
 def _per_gpu_net(shape: Shape) -> float:

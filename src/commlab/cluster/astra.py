@@ -28,19 +28,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import MappingProxyType
 
 from commlab.cluster.levels import Shape
-from commlab.cost import nccl_constants as K
+from commlab.tuner import nccl_constants as K
 from commlab.errors import CommlabError
 from commlab.output import check_writable_dir, write_atomic
 
 #: HBM bandwidth per GPU, GB/s (ASTRA-sim's local-mem-bw): NVIDIA data sheets (V100 SXM 900, A100 80GB 2,039,
 #: H100 SXM 3,350, H200 4,800, B200 and GB200 8,000)
-HBM_GBPS = {"v100": 900.0, "a100": 2039.0, "h100": 3350.0, "h200": 4800.0, "b200": 8000.0, "gb200": 8000.0}
+HBM_GBPS = MappingProxyType({"v100": 900.0, "a100": 2039.0, "h100": 3350.0, "h200": 4800.0, "b200": 8000.0,
+                             "gb200": 8000.0})
 
 #: commlab algorithm -> ASTRA-sim's (inside the NVLink domain, across it) for all-reduce
-ALL_REDUCE_IMPL = {"ring": ("ring", "ring"), "tree": ("ring", "doubleBinaryTree"),
-                   "rabenseifner": ("halvingDoubling", "halvingDoubling"), "flat-ring": ("ring", "ring")}
+ALL_REDUCE_IMPL = MappingProxyType({"ring": ("ring", "ring"), "tree": ("ring", "doubleBinaryTree"),
+                                    "rabenseifner": ("halvingDoubling", "halvingDoubling"),
+                                    "flat-ring": ("ring", "ring")})
 
 
 def _dims(shape: Shape) -> tuple[list[dict], list[str]]:

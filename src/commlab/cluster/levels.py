@@ -6,7 +6,7 @@ the fabric's levels as groups of domains under one leaf (and one pod), with the 
 
 **Bandwidths.** NVLink per GPU is NCCL's figure (links x ``ncclTopoNVLinkBw``, :attr:`Machine.intra_total_GBps`,
 370.8 GB/s on an H100); a NIC runs at the fastest channel speed of NCCL's search list that fits under its line
-rate (``search.cc`` speed arrays, :data:`commlab.cost.nccl_constants.SPEEDS_INTER`): 48 GB/s on a 400 Gb/s
+rate (``search.cc`` speed arrays, :data:`commlab.tuner.nccl_constants.SPEEDS_INTER`): 48 GB/s on a 400 Gb/s
 port, 12 on 100 Gb/s. NVIDIA expects "46-48 GB/s per NIC" from NDR
 (https://github.com/NVIDIA/nccl-tests/issues/290).
 
@@ -36,8 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from commlab.cluster.spec import Cluster
-from commlab.cost import nccl_constants as K
-from commlab.cost.machine import NETS, Machine
+from commlab.tuner import nccl_constants as K
+from commlab.tuner.machine import NETS, Machine
 from commlab.errors import CommlabError
 
 

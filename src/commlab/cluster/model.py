@@ -129,7 +129,7 @@ def _sizes(nbytes) -> np.ndarray:
 
 
 def _nccl_inputs(op: str, shape: Shape, s: np.ndarray):
-    from commlab.cost.nccl_predict import OPS, nccl_tuning_table, predict
+    from commlab.tuner.predict import OPS, nccl_tuning_table, predict
 
     if op not in OPS:
         return None, None

@@ -1,7 +1,7 @@
 """NCCL's own algorithms on a cluster: the predictive model's time, then what the fabric adds.
 
-For ``ring``, ``tree`` and ``nvls-tree`` the time per (algorithm, protocol) is :func:`commlab.cost.predict`'s
-(NCCL 2.30's tuner on the cluster's :class:`~commlab.cost.machine.Machine`, realized bandwidths); the cluster
+For ``ring``, ``tree`` and ``nvls-tree`` the time per (algorithm, protocol) is :func:`commlab.tuner.predict.predict`'s
+(NCCL 2.30's tuner on the cluster's :class:`~commlab.tuner.machine.Machine`, realized bandwidths); the cluster
 model adds what NCCL's tuner does not see:
 
 * the fabric's uplinks: a collective cannot beat ``latency + up x taper x S / (k B_NIC)`` for its traffic
@@ -98,7 +98,7 @@ def nccl_terms(algo: str, op: str, shape: Shape, nbytes: np.ndarray, prediction,
 def pick_fastest(candidates: list[Terms], by: np.ndarray | None = None) -> Terms:
     """Per size, the candidate (a protocol of one algorithm) with the least time, or, with ``by`` (one row per
     candidate), the least ``by``: NCCL ranks the protocols of an algorithm with its own estimate, and the time
-    it then takes may hold costs the estimate leaves out (the pipeline fill, :mod:`commlab.cost.nccl_predict`)."""
+    it then takes may hold costs the estimate leaves out (the pipeline fill, :mod:`commlab.tuner.predict`)."""
     times = np.vstack([c.time_s for c in candidates]) if by is None else by
     best = np.argmin(times, axis=0)
     names = {k for c in candidates for k in c.levels}

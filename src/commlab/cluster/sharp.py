@@ -28,18 +28,11 @@ import numpy as np
 
 from commlab.cluster.levels import Shape, reduction_pattern
 from commlab.cluster.terms import Terms
-from commlab.cost import nccl_constants as K
-from commlab.cost.nccl_graphs import nccl_graphs
+from commlab.tuner import nccl_constants as K
+from commlab.tuner.graphs import nccl_graphs
 
-#: CollNet's per-hop latencies (Simple only), us: tuning.cc:159 (NVLink) and 171 (NET)
-COLLNET_LAT_US = {("nvlink", "collnet-direct"): 3.7, ("nvlink", "collnet-chain"): 2.8,
-                  ("net", "collnet-direct"): 31.0, ("net", "collnet-chain"): 30.0}
-#: CollNetDirect's arity serialization, us per local rank (tuning.cc:422)
-ARITY_US = 0.4
-#: CollNetDirect's bandwidth on sm90 and later (tuning.cc:358)
-DIRECT_SM90_FACTOR = 0.85
-#: CollNetDirect all-gather / reduce-scatter: bwInter x 0.9 (tuning.cc:351)
-DIRECT_AG_INTER = 0.9
+#: the cluster model's names of NCCL's CollNet algorithms (constants: commlab.tuner.nccl_constants)
+_NCCL_NAME = {"collnet-direct": "CollNetDirect", "collnet-chain": "CollNetChain"}
 
 
 def why_not(algo: str, op: str, shape: Shape) -> str | None:
@@ -56,7 +49,7 @@ def why_not(algo: str, op: str, shape: Shape) -> str | None:
 
 
 def _net_latency_us(shape: Shape, base: float) -> float:
-    from commlab.cost.machine import NETS
+    from commlab.tuner.machine import NETS
 
     return base + 2.0 * NETS[shape.cluster.net]
 
@@ -72,19 +65,23 @@ def _bandwidth_latency(algo: str, op: str, shape: Shape) -> tuple[float, float, 
         intra = 2.0 * g.bw_intra_GBps * eff * (g.n_channels - 1) / g.n_channels
         algbw = g.n_channels * min(intra, g.bw_inter_GBps) * n / (2.0 * (n - 1))
         level = "nvswitch" if intra < g.bw_inter_GBps else "nic"
-        return algbw, K.HW_LAT_US[("nvlink", "NVLS", "Simple")] + _net_latency_us(shape, 18.0), level
+        return algbw, (K.HW_LAT_US[("nvlink", "NVLS", "Simple")]
+                       + _net_latency_us(shape, K.HW_LAT_US[("net", "NVLS", "Simple")])), level
     if algo == "collnet-chain":
         g = graphs["Tree"]
-        lat = 2 * (ppn - 1) * COLLNET_LAT_US[("nvlink", algo)] + _net_latency_us(shape, COLLNET_LAT_US[("net", algo)])
+        lat = (2 * (ppn - 1) * K.COLLNET_HW_LAT_US[("nvlink", _NCCL_NAME[algo])]
+               + _net_latency_us(shape, K.COLLNET_HW_LAT_US[("net", _NCCL_NAME[algo])]))
         return 0.5 * g.n_channels * g.bw_intra_GBps, lat, "nic"
     g = graphs.get("NVLSTree", graphs["Ring"])
-    lat = (2 * (min(1, ppn - 1) * COLLNET_LAT_US[("nvlink", algo)] + (ppn - 1) * ARITY_US)
-           + _net_latency_us(shape, COLLNET_LAT_US[("net", algo)]))
+    lat = (2 * (min(1, ppn - 1) * K.COLLNET_HW_LAT_US[("nvlink", _NCCL_NAME[algo])]
+                + (ppn - 1) * K.COLLNET_DIRECT_ARITY_US)
+           + _net_latency_us(shape, K.COLLNET_HW_LAT_US[("net", _NCCL_NAME[algo])]))
     if op != "all_reduce":
-        return ppn * min(g.bw_intra_GBps, DIRECT_AG_INTER * g.bw_inter_GBps), lat, "nic"
+        return ppn * min(g.bw_intra_GBps, K.COLLNET_DIRECT_AG_INTER_FACTOR * g.bw_inter_GBps), lat, "nic"
     factor = ppn / g.n_channels
     factor -= (factor - 1) / 2
-    bus = g.n_channels * g.bw_intra_GBps / factor * (DIRECT_SM90_FACTOR if m.compute_capability >= 90 else 1.0)
+    sm90 = K.COLLNET_DIRECT_SM90_FACTOR if m.compute_capability >= 90 else 1.0
+    bus = g.n_channels * g.bw_intra_GBps / factor * sm90
     return 0.5 * bus, lat, "nic"
 
 

@@ -15,8 +15,8 @@ SHARP (in-network reduction in the switches) needs rail-optimised wiring: NCCL r
 NIC rail and the switches allow at most two (NVIDIA HPC-X, "NCCL-RDMA-SHARP Plugins",
 https://docs.nvidia.com/networking/display/hpcxv226/NCCL-RDMA-SHARP+Plugins).
 
-A cluster converts to the :class:`~commlab.cost.machine.Machine` that NCCL's predictive model
-(:func:`commlab.cost.predict`) takes; an NVLink domain larger than a node (NVL72) is one NCCL "node" there.
+A cluster converts to the :class:`~commlab.tuner.machine.Machine` that NCCL's predictive model
+(:func:`commlab.tuner.predict.predict`) takes; an NVLink domain larger than a node (NVL72) is one NCCL "node" there.
 
 >>> f = Fabric(levels=2, leaf_nics=32, pod_leaves=32, oversubscription=(1.0,))
 >>> f.max_nics, f.pod().hosts, f.pod().spines
@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from commlab.cost.machine import CPUS, GPUS, NETS, Machine
+from commlab.tuner.machine import CPUS, GPUS, NETS, Machine
 from commlab.errors import CommlabError
 from commlab.fabric.clos import LeafSpine
 
@@ -114,13 +114,13 @@ class Cluster:
     name: str
     title: str
     gpu: str
-    """A GPU of :data:`commlab.cost.machine.GPUS`."""
+    """A GPU of :data:`commlab.tuner.machine.GPUS`."""
     gpus_per_node: int
     nics_per_node: int
     nic_Gbps: float
     """One NIC port as NCCL sees it, Gb/s."""
     net: str
-    """Network kind for NCCL's model, one of :data:`commlab.cost.machine.NETS` (ib, roce, socket, efa, efa-p5,
+    """Network kind for NCCL's model, one of :data:`commlab.tuner.machine.NETS` (ib, roce, socket, efa, efa-p5,
     tcpxo, gib, ...)."""
     fabric: Fabric
     sources: tuple[str, ...]
@@ -199,7 +199,7 @@ class Cluster:
         return n
 
     def machine(self, nodes: int | None = None) -> Machine:
-        """The :class:`~commlab.cost.machine.Machine` of ``nodes`` nodes (default ``default_nodes``), for NCCL's
+        """The :class:`~commlab.tuner.machine.Machine` of ``nodes`` nodes (default ``default_nodes``), for NCCL's
         model: one NVLink domain is one NCCL node, with the NICs of all its nodes."""
         n = self.check_nodes(self.default_nodes if nodes is None else nodes)
         per_domain = min(n, self.nodes_per_domain)

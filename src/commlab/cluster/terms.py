@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from commlab.cost import nccl_constants as K
+from commlab.tuner import nccl_constants as K
 from commlab.errors import CommlabError
 
 #: bytes of data per byte on the wire, per protocol (tuning.cc:327-337)

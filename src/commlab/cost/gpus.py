@@ -3,7 +3,7 @@
 A GPU's NVLink total is its links times the per-link rate of its generation (NVIDIA's figures, both directions:
 NVLink 1 40 GB/s, NVLink 2-4 50 GB/s, NVLink 5 100 GB/s; GA102's (sm86) NVLink 3 links are x4 links of 28.125
 GB/s); each source names the data sheet's total. NCCL itself counts a link at its own figure
-(:func:`commlab.cost.nccl_constants.nvlink_bw_GBps`, topo.h:19-24), which is what the model uses.
+(:func:`commlab.tuner.nccl_constants.nvlink_bw_GBps`, topo.h:19-24), which is what the model uses.
 
 A PCIe card with an NVLink bridge lists the bridge's links; the bridge is off by default (``nvlink=0``) and
 ``nvlink=<gen>`` turns it on (:func:`nvlink_gen`).

@@ -33,12 +33,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from commlab.errors import CommlabError
+from commlab.tuner.nccl_constants import ALGO_NAMES, PROTO_NAMES
 
-ALGO_IDS = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
-PROTO_IDS = ("LL", "LL128", "Simple")
-_ALGO_NAMES = {"tree": "Tree", "ring": "Ring", "collnetdirect": "CollNetDirect", "collnetchain": "CollNetChain",
-               "collnet": "CollNetDirect", "nvls": "NVLS", "nvlstree": "NVLSTree", "pat": "PAT"}
-_PROTO_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
+#: a log's spelling of NCCL's names, lower case without "_" (an old log's "CollNet" is CollNetDirect)
+_ALGO_NAMES = {name.lower(): name for name in ALGO_NAMES} | {"collnet": "CollNetDirect"}
+_PROTO_NAMES = {name.lower(): name for name in PROTO_NAMES}
 _FUNCS = {"broadcast": "broadcast", "reduce": "reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
           "allreduce": "all_reduce", "sendrecv": "sendrecv", "send": "send", "recv": "recv",
           "alltoall": "all_to_all"}
@@ -88,8 +87,8 @@ def _read_call(text: str, number: int) -> Call | None:
     if m and (algo := _algo(m.group(3))) and (proto := _proto(m.group(4))):
         return Call(int(m.group(2)), algo, proto, _func(m.group(1)), number)
     m = _OLD.search(text)
-    if m and int(m.group(2)) < len(ALGO_IDS) and int(m.group(3)) < len(PROTO_IDS):
-        return Call(int(m.group(1)), ALGO_IDS[int(m.group(2))], PROTO_IDS[int(m.group(3))], None, number)
+    if m and int(m.group(2)) < len(ALGO_NAMES) and int(m.group(3)) < len(PROTO_NAMES):
+        return Call(int(m.group(1)), ALGO_NAMES[int(m.group(2))], PROTO_NAMES[int(m.group(3))], None, number)
     m = _TRACE.search(text)
     if m and (algo := _algo(m.group(2))) and (proto := _proto(m.group(3))):
         return Call(int(m.group(4)), algo, proto, _func(m.group(1)), number)

@@ -1,10 +1,10 @@
 """What NCCL picks at every size, one band per machine (the ring vs tree lab).
 
-Each band is a :class:`commlab.cost.Prediction` (NCCL's tuner replayed on a described machine, chapter 08):
+Each band is a :class:`commlab.tuner.predict.Prediction` (NCCL's tuner replayed on a described machine, chapter 08):
 the sizes coloured by the (algorithm, protocol) pair NCCL picks there, Ring in blues, Tree in oranges, NVLS in
 greens, each protocol a shade (LL light, LL128 middle, Simple dark), the pair written inside where it fits.
 ``marks`` put a diamond on a band at a size the caller computed (the plain two-algorithm crossover, say).
-Nothing here predicts anything: the bands are what :func:`commlab.cost.predict` returned.
+Nothing here predicts anything: the bands are what :func:`commlab.tuner.predict.predict` returned.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from commlab.viz.style import INK, MUTED, ink_on, use_book_style
 if TYPE_CHECKING:  # the type only: viz draws what it is given and imports no model
     from matplotlib.artist import Artist
 
-    from commlab.cost import Prediction
+    from commlab.tuner.predict import Prediction
 
 #: Colour of each (algorithm/protocol) pair: ColorBrewer Blues, Oranges and Greens (Brewer, 2002), light to dark.
 PAIR_COLORS = MappingProxyType({

@@ -3,7 +3,7 @@ real ring's busbw reaches half the link (with the effective per-step cost, not t
 from __future__ import annotations
 
 from commlab import collectives, cost, fabric, hardware, schedules, units
-from commlab.cost import nccl_constants
+from commlab.tuner import nccl_constants
 from commlab.exercises.bank.common import draw_ranks, draw_round, duration, num, pick, rate, ratio_mistake, size
 from commlab.exercises.model import Exercise, Mistake, Worked
 
@@ -43,7 +43,7 @@ def largest_group(link_name: str) -> int | None:
 
 def alpha_step_s(link_name: str) -> float:
     """The book's alpha_step (chapter 5's convention): what NCCL's own model charges for one step of a Ring/Simple
-    all-reduce over this kind of link, ``hwLat`` in tuning.cc (commlab.cost.nccl_constants): 3.4 us per NVLink
+    all-reduce over this kind of link, ``hwLat`` in tuning.cc (commlab.tuner.nccl_constants): 3.4 us per NVLink
     hop, 5.7 us per PCIe hop, 14 us per network hop; against the wire's latency, the catalogue's ``latency_s``.
 
     >>> round(alpha_step_s("nvlink4") * 1e6, 1), round(alpha_step_s("ib-ndr") * 1e6, 1)

@@ -162,7 +162,7 @@ def regime_half_size_logs() -> tuple:
 
 def _regime_half_size(rng) -> Worked:
     from commlab import nccl
-    from commlab.cost.scorecard import measured_points
+    from commlab.scorecard.scorecard import measured_points
 
     paths = regime_half_size_logs()
     path = paths[int(rng.integers(len(paths)))]

@@ -7,7 +7,7 @@ import dataclasses
 from commlab.cluster import Fabric, Shape, preset
 from commlab.cluster import straggler
 from commlab.cluster.levels import all_to_all_pattern, ring_pattern
-from commlab.cost import nccl_constants as K
+from commlab.tuner import nccl_constants as K
 from commlab.exercises.bank.common import duration, num, pick
 from commlab.exercises.model import Exercise, Mistake, Worked
 

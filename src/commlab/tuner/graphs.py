@@ -4,7 +4,7 @@ Before it tunes, NCCL searches the topology for rings, trees and NVLS trees (``n
 ``src/graph/search.cc``). Each search tries per-channel speeds from a fixed list (``speedArray``, by GPU
 generation) and keeps the solution with the most bandwidth in total, ``nChannels x speed``; the tuner then
 uses ``nChannels x bwIntra`` (one or two nodes) or ``nChannels x bwInter`` (more) as an algorithm's bus
-bandwidth (``tuning.cc:306``). This module replays that search on a :class:`~commlab.cost.machine.Machine`,
+bandwidth (``tuning.cc:306``). This module replays that search on a :class:`~commlab.tuner.machine.Machine`,
 with the capacities a described machine has:
 
 * inside a node every channel of a ring or a chain uses ``speed`` of each GPU's links (NVLink total, or its
@@ -20,16 +20,16 @@ with the capacities a described machine has:
 * trees get the ring's channel count (``init.cc:1184``); NVLS gets one channel per GPU (at most 32) on one
   node, one per GPU with a NIC across nodes.
 
-Without an NVSwitch (a DGX-1's hybrid cube mesh, a 4-GPU HGX board, 2 cards on a bridge) a GPU's links are not
-one pool: each pair of GPUs has its own (:attr:`Machine.nvlink_pairs`), and a ring's channel needs ``speed`` on
-every pair it crosses. There the search is replayed as NCCL runs it on one node (:func:`mesh_search`), a
-depth-first search over the pairs with NCCL's order and time budget.
+Without an NVSwitch (a DGX-1's hybrid cube mesh, a 4-GPU HGX board, 2 cards on a bridge) NCCL's search
+walks the pairs of GPUs depth first (``search.cc:1074-1300``) and a ring's channel needs ``speed`` on every pair
+it crosses. Here a GPU's links are one pool on every layout: the pair-by-pair search changes no shipped or
+held-out prediction (the layouts of those runs pool their links, or span nodes), so it is not replayed.
 
-What it leaves out: the order GPUs and NICs are visited in on NVSwitch and multi-node machines (a mesh across
-nodes still pools its links), PCIe switch sharing, cross-NIC rings, NVLink paths through a third GPU (NVB).
+What it leaves out: the order GPUs and NICs are visited in, the pair-by-pair search of a layout without an
+NVSwitch, PCIe switch sharing, cross-NIC rings, NVLink paths through a third GPU (NVB).
 So its channel counts are the budget NCCL's model plans with on a clean machine, not a measurement.
 
->>> from commlab.cost.machine import parse_machine
+>>> from commlab.tuner.machine import parse_machine
 >>> g = nccl_graphs(parse_machine("gpu=h100,gpus_per_node=8"))
 >>> g["Ring"].n_channels, g["Ring"].bw_intra_GBps, g["NVLS"].n_channels, g["NVLS"].bw_intra_GBps
 (12, 30.0, 8, 40.0)
@@ -37,12 +37,10 @@ So its channel counts are the budget NCCL's model plans with on a clean machine,
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
-from functools import lru_cache
+from dataclasses import dataclass
 
-from commlab.cost import nccl_constants as K
-from commlab.cost.machine import Machine
-from commlab.cost.nvlink_search import replay
+from commlab.tuner import nccl_constants as K
+from commlab.tuner.machine import Machine
 
 
 @dataclass(frozen=True)
@@ -105,10 +103,6 @@ def _intra_capacity(m: Machine, factor: float = 1.0):
 
 def _single_node(m: Machine) -> dict[str, Graph]:
     cc, n = m.compute_capability, m.gpus_per_node
-    if m.nvlink_pairs is not None and n > 1:
-        mesh = _mesh_graphs(m)
-        if mesh is not None:
-            return mesh
     speeds = K.SPEEDS_INTRA[K.speeds_arch(cc)]
     total = m.intra_total_GBps
     ring_cap = lambda s: min(K.MAX_RING_SEARCH_CHANNELS, _intra_capacity(m)(s))   # noqa: E731
@@ -157,86 +151,6 @@ def _multi_node(m: Machine) -> dict[str, Graph]:
             nv_inter = _raise(speeds, nv_s, lambda x: x <= max_bw and x < 2 * nv_s + 1e-9)
             graphs["NVLSTree"] = Graph("NVLSTree", heads, nv_s, nv_inter)
     return graphs
-
-
-def _dfs(m: Machine, speed: float, ring: bool, min_ch: int, max_ch: int, same: bool, best):
-    per_link = K.nvlink_bw_GBps(m.compute_capability)
-    pair_bw = {p: k * per_link for p, k in (m.nvlink_pairs or {}).items()}
-    budget = 1 << 8 if same else 1 << 14                  # NCCL_SEARCH_TIMEOUT_SAMECHANNELS / _TIMEOUT (_TREE)
-    return replay(m.gpus_per_node, pair_bw, speed, ring, min_ch, max_ch, same, budget, best)
-
-
-def mesh_search(m: Machine, ring: bool, min_ch: int = 1, max_ch: int = K.MAX_RING_SEARCH_CHANNELS
-                ) -> tuple[int, float, float] | None:
-    """ncclTopoCompute (search.cc:1074-1300) on one node of point-to-point NVLink: (channels, bwIntra, bwInter)
-    of a ring (``ring``) or a tree's chain, or None when NVLink alone holds no channel (NCCL then tries PCIe).
-
-    Pass 1 tries each speed from the first the links allow (at most the best pair's bandwidth, channels x speed at
-    most the GPU's total, n/(n-1) of it for a tree), first replaying the same ring on every channel, then any;
-    it stops when the links are full or the next speed is <= 0.49 of the best. Then ncclTopoDupChannels; pass 2
-    raises a ring's speed, or a tree's intra-node speed up to twice its first.
-
-    >>> from commlab.cost.machine import parse_machine
-    >>> mesh_search(parse_machine("gpu=v100,gpus_per_node=8"), ring=True)     # DGX-1: 3 cycles, both ways
-    (6, 20.0, 20.0)
-    >>> mesh_search(parse_machine("gpu=a100,gpus_per_node=4,nvlink_topology=mesh"), ring=True)
-    (12, 20.0, 20.0)
-    """
-    cc, n, total = m.compute_capability, m.gpus_per_node, m.intra_total_GBps
-    speeds = K.SPEEDS_INTRA[K.speeds_arch(cc)]
-    max_bw = max((m.nvlink_pairs or {}).values(), default=0) * K.nvlink_bw_GBps(cc)
-    total_search = total if ring else total * n / (n - 1)                      # search.cc:1168
-    i = 0
-    while i < len(speeds) - 1 and (speeds[i] > max_bw or speeds[i] * min_ch > total_search):
-        i += 1
-    best, same = None, True
-    while True:                                                                 # pass 1 (search.cc:1176-1252)
-        best, time = _dfs(m, speeds[i], ring, min_ch, max_ch, same, best)
-        if time == -1 or (best is not None and best[0] * best[1] >= total):
-            break
-        if same:
-            same = False
-            continue
-        same = True
-        if i < len(speeds) - 1 and (best is None or speeds[i + 1] / best[1] > K.SPEED_STEP_FLOOR):
-            i += 1
-            continue
-        break
-    if best is None:
-        return None
-    k, s = _dup(best[0], best[1], cc, max_ch)                                  # search.cc:1258
-    inter, found_same = s, best[2]
-    i = next(j for j, x in enumerate(speeds) if x <= s or j == len(speeds) - 1)
-    time = -1
-    while time != 0 and i > 0:                                                  # pass 2 (search.cc:1266-1287)
-        if not ring and not (speeds[i] == s and speeds[i] < 2 * inter):
-            break
-        i -= 1
-        found, time = _dfs(m, speeds[i], ring, k, max_ch if ring else k, found_same, None)
-        if found is not None and found[0] * found[1] > k * s:
-            k, s, found_same = found
-            if ring:
-                inter = s
-    return k, s, inter
-
-
-def _mesh_graphs(m: Machine) -> dict[str, Graph] | None:
-    """Ring and Tree on one node of point-to-point NVLink (init.cc:1175-1186: the tree needs the ring's count);
-    searched once per layout (the search only reads the GPU, the GPUs per node and their pairs)."""
-    graphs = _mesh_graphs_of(replace(m, nodes=1, nics_per_node=0, nic_Gbps=0.0, algo=None, proto=None, path=None,
-                                   net_latency_us=None, nvlink_topology=m.nvlink_layout))
-    return None if graphs is None else dict(graphs)
-
-
-@lru_cache(maxsize=32)
-def _mesh_graphs_of(m: Machine) -> dict[str, Graph] | None:
-    ring = mesh_search(m, ring=True)
-    if ring is None:
-        return None
-    k, s, _ = ring
-    tree = mesh_search(m, ring=False, min_ch=k, max_ch=k)
-    ts, ti = (tree[1], tree[2]) if tree is not None else (s, s)
-    return {"Ring": Graph("Ring", k, s, s), "Tree": Graph("Tree", k, ts, ti)}
 
 
 def nccl_graphs(m: Machine) -> dict[str, Graph]:

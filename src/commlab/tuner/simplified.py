@@ -6,11 +6,12 @@ pair with the least predicted time (chapter 06)::
 
     time_us(algo, proto) = lat_us * n_ops + nbytes / (1000 * algbw_GBps)
 
-This module writes that model down with the constants of NCCL 2.30 (read from NVIDIA/nccl ``tuning.cc``,
-https://github.com/NVIDIA/nccl/blob/master/src/graph/tuning.cc) and one bus bandwidth for every pair: the
-teaching version of chapter 06. The complete model, with the channel search, the Tree factor and per-channel
-caps, the LL/LL128 caps per architecture, NVLS and the network, is :func:`commlab.cost.nccl_predict.predict`
-on a :class:`commlab.cost.machine.Machine`.
+This module writes that model down with one bus bandwidth for every pair: the teaching version of chapter 06.
+Its constants are NCCL's, read once in :mod:`commlab.tuner.nccl_constants` (``BASE_LAT_US`` and ``HW_LAT_US``
+here are those tables, of which this model reads the Tree and Ring rows); NCCL_ALGO / NCCL_PROTO lists and
+collective names are read by :mod:`commlab.tuner.settings`. The complete model, with the channel search, the
+Tree factor and per-channel caps, the LL/LL128 caps per architecture, NVLS and the network, is
+:func:`commlab.tuner.predict.predict` on a :class:`commlab.tuner.machine.Machine`.
 
 What it keeps:
 
@@ -44,52 +45,27 @@ from types import MappingProxyType
 
 import numpy as np
 
+from commlab.cost.gpus import GPUS
 from commlab.errors import CommlabError, check_choice
+from commlab.hardware import link
+from commlab.tuner import nccl_constants as K
+from commlab.tuner.nccl_constants import BASE_LAT_US, HW_LAT_US
+from commlab.tuner.settings import canonical_name, enabled_names, log2i, ring_steps, tuned_op
 
 ALGOS = ("Tree", "Ring")          # NCCL's loop order: on a tie the first pair wins
-PROTOS = ("LL", "LL128", "Simple")
+PROTOS = K.PROTO_NAMES
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
 TRANSPORTS = ("nvlink", "pci")    # inside a node; between nodes it is always the network ("net")
 
-#: baseLat [algo][proto] in us, NCCL 2.30 tuning.cc
-BASE_LAT_US = MappingProxyType({
-    ("Tree", "LL"): 6.8, ("Tree", "LL128"): 14.0, ("Tree", "Simple"): 8.4,
-    ("Ring", "LL"): 6.6, ("Ring", "LL128"): 14.0, ("Ring", "Simple"): 8.4,
-})
-#: hwLat [hardware][algo][proto] in us per hop, NCCL 2.30 tuning.cc
-HW_LAT_US = MappingProxyType({
-    ("nvlink", "Tree", "LL"): 0.6, ("nvlink", "Tree", "LL128"): 1.25, ("nvlink", "Tree", "Simple"): 4.0,
-    ("nvlink", "Ring", "LL"): 0.6, ("nvlink", "Ring", "LL128"): 1.9, ("nvlink", "Ring", "Simple"): 3.4,
-    ("pci", "Tree", "LL"): 1.0, ("pci", "Tree", "LL128"): 1.9, ("pci", "Tree", "Simple"): 4.0,
-    ("pci", "Ring", "LL"): 1.0, ("pci", "Ring", "LL128"): 2.5, ("pci", "Ring", "Simple"): 5.7,
-    ("net", "Tree", "LL"): 5.0, ("net", "Tree", "LL128"): 8.5, ("net", "Tree", "Simple"): 14.0,
-    ("net", "Ring", "LL"): 2.7, ("net", "Ring", "LL128"): 4.0, ("net", "Ring", "Simple"): 14.0,
-})
-#: fraction of the bytes on the wire that are payload
-PROTO_BW_FACTOR = MappingProxyType({"LL": 0.5, "LL128": 0.92, "Simple": 1.0})
-#: bandwidth NCCL assumes per NVLink link (by GPU architecture) and for a PCIe Gen3 path, GB/s
-PER_LINK_BW_GBPS = MappingProxyType({"sm70": 20.0, "sm80": 20.0, "sm90": 20.6, "sm100": 40.1, "pcie3": 12.0})
-H100_NVLINKS = 18                 # NVLink 4 links per H100 SXM
-NET_BW_PER_GPU_GBPS = 50.0        # one 400 Gb/s NIC per GPU (DGX H100 style)
-
-_OP_SPELLINGS = MappingProxyType({"allreduce": "all_reduce", "allgather": "all_gather",
-                                  "reducescatter": "reduce_scatter"})
+#: fraction of the bytes on the wire that are payload (tuning.cc:327-337)
+PROTO_BW_FACTOR = MappingProxyType({"LL": K.LL_BW_FACTOR, "LL128": K.LL128_BW_FACTOR, "Simple": 1.0})
+#: the teaching default: an H100 SXM node (its NVLink links at NCCL's per-link figure) and, across nodes, one
+#: 400 Gb/s NIC per GPU (DGX H100 style)
+DEFAULT_GPU = "h100"
+DEFAULT_NIC = "ib-ndr"
 
 
-def _op(op: str) -> str:
-    """Accept ``all_reduce``, ``allreduce``, ``AllReduce``; refuse ops the model does not cover."""
-    key = str(op).lower().replace("_", "").replace("-", "")
-    name = _OP_SPELLINGS.get(key, op)
-    check_choice("collective for NCCL's model", name, OPS)
-    return name
-
-
-def _name(value: str, choices: tuple[str, ...], what: str) -> str:
-    """Case-insensitive match against NCCL's spellings, as NCCL parses NCCL_ALGO/NCCL_PROTO."""
-    for choice in choices:
-        if str(value).lower() == choice.lower():
-            return choice
-    raise CommlabError(f"unknown {what} {value!r}; expected one of: {', '.join(choices)}")
+_MODEL = "NCCL's simplified model"
 
 
 def _check_ranks(n_ranks: int, n_nodes: int) -> None:
@@ -97,11 +73,6 @@ def _check_ranks(n_ranks: int, n_nodes: int) -> None:
         raise CommlabError(f"n_ranks must be a whole number >= 2 for NCCL's model, got {n_ranks!r}")
     if not isinstance(n_nodes, int) or isinstance(n_nodes, bool) or n_nodes < 1 or n_ranks % n_nodes:
         raise CommlabError(f"n_nodes must be a whole number >= 1 that divides n_ranks={n_ranks}, got {n_nodes!r}")
-
-
-def _ring_steps(op: str, n: int) -> int:
-    """Ring steps of one collective over ``n`` participants: 2(n-1) for all_reduce, n-1 otherwise."""
-    return 2 * (n - 1) if op == "all_reduce" else n - 1
 
 
 def nccl_latency_us(op: str, algo: str, proto: str, n_ranks: int, n_nodes: int = 1,
@@ -115,7 +86,8 @@ def nccl_latency_us(op: str, algo: str, proto: str, n_ranks: int, n_nodes: int =
     >>> round(nccl_latency_us("all_reduce", "Ring", "Simple", 8), 6)     # 8.4 + 14 * 3.4
     56.0
     """
-    op, algo, proto = _op(op), _name(algo, ALGOS, "algorithm"), _name(proto, PROTOS, "protocol")
+    op, algo = tuned_op(op, OPS, _MODEL), canonical_name(algo, ALGOS, "algorithm")
+    proto = canonical_name(proto, PROTOS, "protocol")
     _check_ranks(n_ranks, n_nodes)
     check_choice("intra-node transport", transport, TRANSPORTS)
     if algo == "Tree" and op != "all_reduce":
@@ -123,25 +95,26 @@ def nccl_latency_us(op: str, algo: str, proto: str, n_ranks: int, n_nodes: int =
     intra_us, inter_us = HW_LAT_US[(transport, algo, proto)], HW_LAT_US[("net", algo, proto)]
     base_us = BASE_LAT_US[(algo, proto)]
     if algo == "Ring":
-        n_steps, inter_steps = _ring_steps(op, n_ranks), _ring_steps(op, n_nodes)
+        n_steps, inter_steps = ring_steps(op, n_ranks), ring_steps(op, n_nodes)
         return base_us + (n_steps - inter_steps) * intra_us + inter_steps * inter_us
-    log2_nodes = int(math.floor(math.log2(n_nodes)))
-    return base_us + 2 * ((n_ranks // n_nodes - 1) * intra_us + log2_nodes * inter_us)
+    return base_us + 2 * ((n_ranks // n_nodes - 1) * intra_us + log2i(n_nodes) * inter_us)
 
 
 def default_bus_bw_GBps(transport: str = "nvlink", n_ranks: int = 8, n_nodes: int = 1) -> float:
     """The bus bandwidth used when none is given, GB/s (an assumption, not NCCL's topology search).
 
     Inside a node: H100 SXM's 18 NVLink links at NCCL's 20.6 GB/s each (370.8 GB/s; close to the
-    ~370 GB/s busbw measured with Ring on 4x H100, fixture 03), or NCCL's 12 GB/s for PCIe Gen3. Across
+    ~370 GB/s busbw measured with Ring on 4x H100, the shipped log 03), or NCCL's 12 GB/s for PCIe Gen3. Across
     nodes: the smaller of that and one 400 Gb/s (50 GB/s) NIC per GPU of a node.
     """
     check_choice("intra-node transport", transport, TRANSPORTS)
     _check_ranks(n_ranks, n_nodes)
-    intra = H100_NVLINKS * PER_LINK_BW_GBPS["sm90"] if transport == "nvlink" else PER_LINK_BW_GBPS["pcie3"]
+    gpu = GPUS[DEFAULT_GPU]
+    intra = (gpu.nvlinks * K.nvlink_bw_GBps(gpu.compute_capability) if transport == "nvlink"
+             else K.PCIE_X16_BW_GBPS[3])
     if n_nodes == 1:
         return intra
-    return min(intra, NET_BW_PER_GPU_GBPS * (n_ranks // n_nodes))
+    return min(intra, link(DEFAULT_NIC).unidir_GBps * (n_ranks // n_nodes))
 
 
 def nccl_algbw_GBps(op: str, algo: str, proto: str, n_ranks: int, bw_GBps: float) -> float:
@@ -150,11 +123,12 @@ def nccl_algbw_GBps(op: str, algo: str, proto: str, n_ranks: int, bw_GBps: float
     >>> nccl_algbw_GBps("all_reduce", "Ring", "Simple", 8, 140.0)          # 140 * 8 / 14
     80.0
     """
-    op, algo, proto = _op(op), _name(algo, ALGOS, "algorithm"), _name(proto, PROTOS, "protocol")
+    op, algo = tuned_op(op, OPS, _MODEL), canonical_name(algo, ALGOS, "algorithm")
+    proto = canonical_name(proto, PROTOS, "protocol")
     _check_ranks(n_ranks, 1)
     if isinstance(bw_GBps, bool) or not (isinstance(bw_GBps, (int, float)) and math.isfinite(bw_GBps) and bw_GBps > 0):
         raise CommlabError(f"bw_GBps must be a positive number of GB/s, got {bw_GBps!r}")
-    ratio = n_ranks / _ring_steps(op, n_ranks) if algo == "Ring" else 0.5
+    ratio = n_ranks / ring_steps(op, n_ranks) if algo == "Ring" else 0.5
     return float(bw_GBps) * PROTO_BW_FACTOR[proto] * ratio
 
 
@@ -184,18 +158,18 @@ def nccl_time_us(op: str, algo: str, proto: str, nbytes, n_ranks: int, n_nodes: 
     return lat_us * n_ops + _nbytes_array(nbytes) / (1000.0 * algbw)
 
 
-def enabled(spec, names: tuple[str, ...], what: str) -> tuple[str, ...]:
-    """Parse an NCCL_ALGO / NCCL_PROTO-style restriction: None (all), "Ring,Tree", "^LL128", or a tuple.
+def enabled(spec, names: tuple[str, ...], what: str, op: str = "all_reduce") -> tuple[str, ...]:
+    """An NCCL_ALGO / NCCL_PROTO-style restriction for ``op``, read by :func:`commlab.tuner.settings.enabled_names`:
+    None (all), "Ring,Tree", "^LL128", "LL,Simple;allreduce:^LL", or a tuple of names.
 
     >>> enabled("^LL128", PROTOS, "protocol"), enabled(("ring",), ALGOS, "algorithm")
     (('LL', 'Simple'), ('Ring',))
     """
     if spec is None:
         return names
-    exclude = isinstance(spec, str) and spec.startswith("^")
-    items = spec.lstrip("^").split(",") if isinstance(spec, str) else spec
-    chosen = {_name(str(item).strip(), names, what) for item in items if str(item).strip()}
-    kept = tuple(n for n in names if (n in chosen) != exclude)
+    text = spec if isinstance(spec, str) else ",".join(str(item).strip() for item in spec)
+    on = enabled_names(text, names, what).get(op)
+    kept = names if on is None else tuple(n for n in names if n in on)
     if not kept:
         raise CommlabError(f"the {what} restriction {spec!r} leaves nothing; choose from: {', '.join(names)}")
     return kept
@@ -229,11 +203,11 @@ def nccl_choose(op: str, nbytes, n_ranks: int, n_nodes: int = 1, transport: str 
     >>> nccl_choose("all_reduce", 1024, 128, n_nodes=16, algos="Ring").pair
     ('Ring', 'LL')
     """
-    op = _op(op)
-    algo_list = tuple(a for a in enabled(algos, ALGOS, "algorithm") if a == "Ring" or op == "all_reduce")
+    op = tuned_op(op, OPS, _MODEL)
+    algo_list = tuple(a for a in enabled(algos, ALGOS, "algorithm", op) if a == "Ring" or op == "all_reduce")
     if not algo_list:
         raise CommlabError(f"no algorithm left for {op}: only Ring is modelled there, got algos={algos!r}")
-    pairs = [(a, p) for a in algo_list for p in enabled(protos, PROTOS, "protocol")]
+    pairs = [(a, p) for a in algo_list for p in enabled(protos, PROTOS, "protocol", op)]
     times = [nccl_time_us(op, a, p, nbytes, n_ranks, n_nodes, transport, bw_GBps) for a, p in pairs]
     best = np.argmin(np.stack(times), axis=0)      # first minimum on ties
     algo = np.array([a for a, _ in pairs])[best]

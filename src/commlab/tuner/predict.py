@@ -1,13 +1,13 @@
 """The predictive model: the time of a collective from the hardware alone, the way NCCL's tuner reckons it.
 
-For a :class:`~commlab.cost.machine.Machine` and a collective, :mod:`commlab.cost.nccl_table` builds NCCL's table
+For a :class:`~commlab.tuner.machine.Machine` and a collective, :mod:`commlab.tuner.table` builds NCCL's table
 of latencies (us) and algorithm bandwidths (GB/s) per (algorithm, protocol), as ``ncclTopoTuneModel`` does
-(``src/graph/tuning.cc:243-438``), on the channels :func:`~commlab.cost.nccl_graphs.nccl_graphs` finds; this
+(``src/graph/tuning.cc:243-438``), on the channels :func:`~commlab.tuner.graphs.nccl_graphs` finds; this
 module then takes, per size, the pair with the least time (``ncclTopoGetAlgoTime``, ``tuning.cc:630-655``)::
 
     time_us = latency_us + nbytes / (1000 * algbw_GBps)
 
-The pieces, with their lines (constants and sources in :mod:`commlab.cost.nccl_constants`):
+The pieces, with their lines (constants and sources in :mod:`commlab.tuner.nccl_constants`):
 
 * bus bandwidth = channels x per-channel speed (``tuning.cc:306, 324``); Ring LL ``min(llMaxBw, 0.5 x bus)``;
   Ring LL128 ``min(0.92 x bus, channels x perChMaxRingLL128Bw)``; Tree all-reduce ``min(0.92 x bus, channels x
@@ -29,17 +29,17 @@ The pieces, with their lines (constants and sources in :mod:`commlab.cost.nccl_c
 
 What NCCL's model is, and is not: a ranking made at initialisation, calibrated to pick well, not to time
 well. So the pick is NCCL's, and its time is taken as the machine runs it: the links' total inside a node,
-host-memory staging with P2P off (:mod:`commlab.cost.shm`), each network hop's real cost
-(:mod:`commlab.cost.networks`), the launch floor of a thread driving several GPUs
-(:mod:`commlab.cost.launch`), and the pipeline fill of NVLS / NVLSTree all-reduce, which NCCL's line leaves
+host-memory staging with P2P off (:mod:`commlab.tuner.shm`), each network hop's real cost
+(:mod:`commlab.tuner.networks`), the launch floor of a thread driving several GPUs
+(:mod:`commlab.tuner.launch`), and the pipeline fill of NVLS / NVLSTree all-reduce, which NCCL's line leaves
 out: two chunk times of a (channel, head) pipe, the chunk as ``calcCollChunking`` sizes it (:func:`_nvls_fill_us`;
 without it fixture 07 at 2-32 MiB runs 25-50% slower than the NVLS line, 4% with it). Ring and Tree keep NCCL's
 line: their channels are not cut at these sizes (``nBytes < nc x nThreads x threadThreshold``, enqueue.cc:2093,
 only below about 1 MiB for Simple); a Tree across nodes adds its own fill, one chunk time per network hop of the
 inter-node tree (:func:`_tree_fill_us`). The Ring's mid-size gap across nodes is not modelled.
-:mod:`commlab.cost.scorecard` holds both models against the real logs.
+:mod:`commlab.scorecard.scorecard` holds both models against the real logs.
 
->>> from commlab.cost.machine import parse_machine
+>>> from commlab.tuner.machine import parse_machine
 >>> h100 = parse_machine("gpu=h100,gpus_per_node=8")
 >>> p = predict("all_reduce", [8, 2**20, 2**22, 2**34], h100)
 >>> p.pairs()
@@ -56,12 +56,12 @@ from types import MappingProxyType
 import numpy as np
 
 from commlab.collectives import busbw_factor
-from commlab.cost import nccl_constants as K
-from commlab.cost.launch import LaunchShape
-from commlab.cost.machine import Machine
-from commlab.cost.nccl_graphs import nccl_graphs
-from commlab.cost.nccl_table import (OPS, TuningEntry, _log2i, _op, nccl_tuning_table, nvls_chunk_bytes, nvls_tuning,
-                                     tree_chunk_bytes)
+from commlab.tuner import nccl_constants as K
+from commlab.tuner.launch import LaunchShape
+from commlab.tuner.machine import Machine
+from commlab.tuner.graphs import nccl_graphs
+from commlab.tuner.settings import OPS, log2i, tuned_op
+from commlab.tuner.table import TuningEntry, nccl_tuning_table, nvls_chunk_bytes, nvls_tuning, tree_chunk_bytes
 from commlab.errors import CommlabError
 
 __all__ = ["OPS", "Prediction", "TuningEntry", "nccl_tuning_table", "predict"]
@@ -70,7 +70,7 @@ def _nvls_fill_us(op: str, algo: str, e: TuningEntry, s: np.ndarray, m: Machine)
     """The pipeline fill NCCL's time leaves out, us, for an NVLS / NVLSTree all-reduce (0 for the others).
 
     NCCL launches all ``nvlsChannels`` at every size (enqueue.cc:2084-2090) and cuts each (channel, head)
-    share into chunks (:func:`~commlab.cost.nccl_table.nvls_chunk_bytes`); every chunk passes three warp
+    share into chunks (:func:`~commlab.tuner.table.nvls_chunk_bytes`); every chunk passes three warp
     groups in series (scatter, reduce with the tree's network hops, gather: device/all_reduce.h:390-640), so
     the stream starts two chunk times late. One chunk time is a (channel, head) pipe's share of the bandwidth:
     ``chunk x nvlsChannels x nHeads / algbw``::
@@ -88,19 +88,19 @@ def _nvls_fill_us(op: str, algo: str, e: TuningEntry, s: np.ndarray, m: Machine)
 def _tree_fill_us(op: str, algo: str, proto: str, e: TuningEntry, s: np.ndarray, m: Machine,
                   runtime_channels: int) -> np.ndarray:
     """The pipeline fill NCCL's time leaves out, us, for a Tree/LL128 or Tree/Simple all-reduce across nodes (0 for
-    the others; :data:`~commlab.cost.nccl_constants.TREE_FILL_PROTOS` says why not LL).
+    the others; :data:`~commlab.tuner.nccl_constants.TREE_FILL_PROTOS` says why not LL).
 
     Each of the ``runtime_channels`` pipes cuts its share into chunks
-    (:func:`~commlab.cost.nccl_table.tree_chunk_bytes`); a network hop forwards a chunk only once all of it is
+    (:func:`~commlab.tuner.table.tree_chunk_bytes`); a network hop forwards a chunk only once all of it is
     written (``src/transport/net.cc:1358-1395``), so the stream starts one chunk time late per hop of the
-    inter-node tree, up and down (:data:`~commlab.cost.nccl_constants.TREE_FILL_HOPS_PER_LEVEL`). A chunk time
+    inter-node tree, up and down (:data:`~commlab.tuner.nccl_constants.TREE_FILL_HOPS_PER_LEVEL`). A chunk time
     is a pipe's share of the bandwidth, as for NVLS::
 
         fill_us = 2 x log2(nodes) x chunk x channels / (1000 x algbw_GBps)
     """
     if op != "all_reduce" or algo != "Tree" or proto not in K.TREE_FILL_PROTOS or m.nodes < 2:
         return np.zeros(s.shape)
-    hops = K.TREE_FILL_HOPS_PER_LEVEL * _log2i(m.nodes)
+    hops = K.TREE_FILL_HOPS_PER_LEVEL * log2i(m.nodes)
     chunk = np.array([tree_chunk_bytes(proto, float(x), m, runtime_channels) for x in s.ravel()]).reshape(s.shape)
     return hops * chunk * runtime_channels / (1000.0 * e.algbw_GBps)
 
@@ -140,7 +140,7 @@ class Prediction:
     nccl_time_us: np.ndarray
     """NCCL's own estimate for the pair it picks (its budgeted bandwidth), per size."""
     launch: LaunchShape | None = None
-    """The run's launch shape, when given: no time is below its floor (:mod:`commlab.cost.launch`)."""
+    """The run's launch shape, when given: no time is below its floor (:mod:`commlab.tuner.launch`)."""
     nccl_table: Mapping[tuple[str, str], np.ndarray] | None = None
     """NCCL's own estimate (us) of every enabled pair, per size: what its tuner ranks (the pick is the least)."""
 
@@ -184,15 +184,15 @@ def predict(op: str, nbytes, m: Machine, launch: LaunchShape | None = None) -> P
     column (all-gather / reduce-scatter: the whole buffer) and may be an array.
 
     NCCL picks with its own table (the first least time in its loop order, enqueue.cc topoGetAlgoInfo); the
-    time is that pair's as the machine runs it (:func:`~commlab.cost.nccl_table.nccl_tuning_table` with
+    time is that pair's as the machine runs it (:func:`~commlab.tuner.table.nccl_tuning_table` with
     ``realized=True``). With ``launch`` (nccl-tests' ``-g``), no time is below its floor:
-    ``max(t, gpus_per_thread x launch_us)`` (:mod:`commlab.cost.launch`)."""
-    op = _op(op)
+    ``max(t, gpus_per_thread x launch_us)`` (:mod:`commlab.tuner.launch`)."""
+    op = tuned_op(op)
     s = np.asarray(nbytes, dtype=float)
     if not np.all(np.isfinite(s)) or np.any(s < 0):
         raise CommlabError(f"nbytes must be finite and >= 0, got {nbytes!r}")
     if launch is not None and not isinstance(launch, LaunchShape):
-        raise CommlabError(f"launch must be a LaunchShape (commlab.cost.launch), got {launch!r}")
+        raise CommlabError(f"launch must be a LaunchShape (commlab.tuner.launch), got {launch!r}")
     pairs, model = _times(op, nccl_tuning_table(op, m), s, m)
     _, real = _times(op, nccl_tuning_table(op, m, realized=True), s, m, real=True)
     if launch is not None:

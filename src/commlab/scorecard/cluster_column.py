@@ -3,8 +3,9 @@
 Each log whose run fills whole nodes of a preset gets that preset and node count (:func:`fixture_cluster`);
 per row the cluster model's time is the one of the algorithm NCCL picks by default (its tuner, with the fabric
 added; :func:`commlab.cluster.cluster_cost`), or ``direct`` for the grouped send/recv collectives
-(scatter, all-to-all) that NCCL's tuner does not cost. Goal (issue 19): median relative error <= 20 % in the
-bandwidth regime (sizes >= 64 MiB) on every multi-node log.
+(scatter, all-to-all) that NCCL's tuner does not cost. The goal,
+:data:`commlab.scorecard.scorecard.CLUSTER_BW_GOAL`: median relative error <= 20 % in the bandwidth regime (sizes
+>= 64 MiB) on every multi-node log.
 
 >>> fixture_cluster(9)[:2]
 ('aws-p5', 2)
@@ -18,8 +19,6 @@ import numpy as np
 from commlab.cluster.algorithms import OPS
 from commlab.cluster.model import cluster_cost
 from commlab.cluster.presets import preset
-
-CLUSTER_BW_GOAL = 0.20
 
 _SAME_NET = "p4d and p4de share the network (4 x 100 Gb/s EFA); the log does not say which it ran on"
 #: shipped log number -> (preset, nodes, note)

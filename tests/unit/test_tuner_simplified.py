@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from commlab.cost.nccl_model import (
+from commlab.tuner.simplified import (
     ALGOS, PROTOS, default_bus_bw_GBps, enabled, nccl_algbw_GBps, nccl_choose, nccl_latency_us,
     nccl_time_us, switch_points,
 )

@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from commlab.cost import nccl_constants as K
-from commlab.cost.fixture_machines import fixture_machine
-from commlab.cost.machine import NETS, parse_machine
-from commlab.cost.nccl_predict import nccl_tuning_table, predict
-from commlab.cost.networks import NET_TYPES
+from commlab.tuner import nccl_constants as K
+from commlab.scorecard.fixture_machines import fixture_machine
+from commlab.tuner.machine import NETS, parse_machine
+from commlab.tuner.predict import nccl_tuning_table, predict
+from commlab.tuner.networks import NET_TYPES
 from commlab.nccl import nccl_tests_log, parse_log
 
 P5 = parse_machine("gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400,net=efa-p5,cpu=amd")
@@ -68,7 +68,7 @@ def test_tcpxo_runs_without_ll_across_nodes_only():
     one = parse_machine("gpu=h100,gpus_per_node=8,net=tcpxo")
     assert ("Ring", "LL") in nccl_tuning_table("all_reduce", one)
     # the hop's real cost is no source's: chosen on a calibration run (test_scorecard redoes the choice)
-    from commlab.cost.networks import TCPXO_HOP_US
+    from commlab.tuner.networks import TCPXO_HOP_US
 
     assert NET_TYPES["tcpxo"].outside is None and NET_TYPES["tcpxo"].hop_latency_us == TCPXO_HOP_US
     assert "chosen on one real run" in NET_TYPES["tcpxo"].source

@@ -1,6 +1,6 @@
 """A machine as NCCL's cost model sees it: GPUs, their links inside a node, the NICs between nodes.
 
-:class:`Machine` is the description the predictive model (:mod:`commlab.cost.nccl_predict`) takes, and what
+:class:`Machine` is the description the predictive model (:mod:`commlab.tuner.predict`) takes, and what
 ``--machine DESC`` parses: comma-separated ``field=value`` pairs, e.g.::
 
     gpu=h100,nvlink=4,gpus_per_node=8,nics_per_node=32,nic_Gbps=100,nodes=2,net=efa
@@ -10,7 +10,7 @@ card). :data:`~commlab.cost.gpus.GPUS` lists the GPUs, with the NVLink links and
 that comes from.
 
 ``algo`` and ``proto`` restrict NCCL's choice as NCCL_ALGO and NCCL_PROTO do, in NCCL's own syntax
-(:mod:`commlab.cost.nccl_env`), with ``+`` between names since commas separate the fields:
+(:mod:`commlab.tuner.settings`), with ``+`` between names since commas separate the fields:
 ``algo=Ring``, ``algo=^NVLS``, ``proto=LL128+Simple``, ``proto=LL+Simple;allreduce:^LL``.
 
 >>> m = parse_machine("gpu=h100,gpus_per_node=8")
@@ -28,17 +28,17 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 
-from commlab.cost import nccl_constants as K
-from commlab.cost import nccl_env
-from commlab.cost import nvlink_topology as topo
+from commlab.tuner import nccl_constants as K
+from commlab.tuner import settings
+from commlab.tuner import nvlink_topology as topo
 from commlab.cost.gpus import GPUS, Gpu, nvlink_gen
-from commlab.cost.networks import NET_TYPES
+from commlab.tuner.networks import NET_TYPES
 from commlab.errors import CommlabError
 
 
 #: Network kinds and the latency (us) their NCCL net plugin reports, which NCCL adds to every network hop (and
 #: twice for Simple; tuning.cc:389-391). Each kind, what a hop really costs and the sources:
-#: :data:`commlab.cost.networks.NET_TYPES`.
+#: :data:`commlab.tuner.networks.NET_TYPES`.
 NETS = MappingProxyType({name: t.reported_latency_us for name, t in NET_TYPES.items()})
 #: The PCIe path between two GPUs of a node, as ``nvidia-smi topo -m`` names it: behind one PCIe switch (pix),
 #: several switches (pxb), through the CPU's host bridge (phb), between host bridges of one CPU (node), across
@@ -91,25 +91,25 @@ class Machine:
     """Speed of one NIC (port NCCL sees) in Gb/s."""
     net: str = "ib"
     """Network kind: ib, roce, socket, efa (p4d/p4de), efa-p5, efa-p5en, gib, tcpxo
-    (:data:`commlab.cost.networks.NET_TYPES`)."""
+    (:data:`commlab.tuner.networks.NET_TYPES`)."""
     cpu: str = "intel"
     """CPU vendor: NCCL's cross-node LL cap and network post overhead depend on it."""
     nvls: bool | None = None
     """NVLink SHARP (in-switch reduction). Default: on with an NVSwitch on sm90 and later."""
     net_latency_us: float | None = None
     """What a network hop really adds, in us, on top of NCCL's own per-hop figure. Default: the network kind's
-    (:data:`commlab.cost.networks.NET_TYPES`); NCCL still ranks its choices with what the plugin reports."""
+    (:data:`commlab.tuner.networks.NET_TYPES`); NCCL still ranks its choices with what the plugin reports."""
     path: str | None = None
     """PCIe path between the GPUs (:data:`PATHS`); None: not known (same CPU assumed)."""
     algo: str | None = None
     """NCCL_ALGO: the algorithms NCCL may choose, in its syntax with ``+`` for ``,`` (``Ring``, ``^NVLS``,
-    ``Ring+Tree``); None: all (:mod:`commlab.cost.nccl_env`)."""
+    ``Ring+Tree``); None: all (:mod:`commlab.tuner.settings`)."""
     proto: str | None = None
     """NCCL_PROTO: the protocols NCCL may choose (``Simple``, ``^LL128``, ``LL128+Simple``); None: NCCL's
     defaults. Any list turns LL128 on or off outright, as in NCCL (tuning.cc:446, 518)."""
     nvlink_topology: str | None = None
     """How the NVLink links join the GPUs: switch, mesh, dgx1 or per-pair counts ``0-1:2+0-2:1``
-    (:mod:`commlab.cost.nvlink_topology`). Default: switch with an NVSwitch, else dgx1 for 8 Pascal/Volta GPUs,
+    (:mod:`commlab.tuner.nvlink_topology`). Default: switch with an NVSwitch, else dgx1 for 8 Pascal/Volta GPUs,
     else mesh."""
 
     def __post_init__(self) -> None:
@@ -117,8 +117,8 @@ class Machine:
             raise CommlabError(f"unknown gpu {self.gpu!r}; the GPUs are: {', '.join(GPUS)}")
         if self.p2p is None:                                   # frozen: the GPU's default is set once, here
             object.__setattr__(self, "p2p", GPUS[self.gpu].p2p)
-        object.__setattr__(self, "algo", nccl_env.canonical(self.algo, nccl_env.ALGO_NAMES, "algorithm"))
-        object.__setattr__(self, "proto", nccl_env.canonical(self.proto, nccl_env.PROTO_NAMES, "protocol"))
+        object.__setattr__(self, "algo", settings.canonical(self.algo, settings.ALGO_NAMES, "algorithm"))
+        object.__setattr__(self, "proto", settings.canonical(self.proto, settings.PROTO_NAMES, "protocol"))
         _int(self.gpus_per_node, "gpus_per_node", 1)
         _int(self.nodes, "nodes", 1)
         if self.nvlink is not None and self.nvlink not in (0, nvlink_gen(self.gpu)):
@@ -267,8 +267,8 @@ class Machine:
     def enabled(self, op: str) -> tuple[frozenset[str] | None, frozenset[str] | None]:
         """(algorithms, protocols) ``algo`` and ``proto`` leave NCCL for ``op`` (commlab's name, e.g.
         ``all_reduce``); None where the field says nothing for it (NCCL's defaults)."""
-        algos = nccl_env.enabled_names(self.algo, nccl_env.ALGO_NAMES, "algorithm").get(op) if self.algo else None
-        protos = nccl_env.enabled_names(self.proto, nccl_env.PROTO_NAMES, "protocol").get(op) if self.proto else None
+        algos = settings.enabled_names(self.algo, settings.ALGO_NAMES, "algorithm").get(op) if self.algo else None
+        protos = settings.enabled_names(self.proto, settings.PROTO_NAMES, "protocol").get(op) if self.proto else None
         return algos, protos
 
 

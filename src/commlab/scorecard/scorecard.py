@@ -5,7 +5,7 @@ timings, :attr:`commlab.nccl.records.Row.fastest`: nccl-tests times each size tw
 is common in published logs), the fitted model's median and
 90th-percentile relative time error (:mod:`commlab.cost.protocol_fit`, fitted to that log), and the predictive
 model's median error over all sizes and in the bandwidth regime, sizes >= 64 MiB
-(:mod:`commlab.cost.nccl_predict`, from the machine description alone). Every row keeps its size and the three
+(:mod:`commlab.tuner.predict`, from the machine description alone). Every row keeps its size and the three
 times, so anyone can recompute the errors. Relative error = ``|model / measured - 1|``.
 
 Goals (issue 13): fitted median <= 5% and p90 <= 12% on every log of >= 8 rows; predicted median <= 25% and
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from commlab.cost.machine import Machine
+from commlab.tuner.machine import Machine
 from commlab.cost import protocol_fit
 from commlab.cost.protocol_fit import ProtocolFit, fit_protocol_model, relative_errors
 from commlab.errors import CommlabError
@@ -171,9 +171,9 @@ def measured_points(log) -> tuple[np.ndarray, np.ndarray]:
 
 def _predict(log, s: np.ndarray, machine: Machine | None) -> tuple[np.ndarray | None, list | None, str]:
     """The prediction for the log's rows, with the run's launch shape (nccl-tests' ``-g``, from the log's
-    preamble or command line; :class:`~commlab.cost.launch.LaunchShape`)."""
-    from commlab.cost.launch import LaunchShape
-    from commlab.cost.nccl_predict import OPS, predict
+    preamble or command line; :class:`~commlab.tuner.launch.LaunchShape`)."""
+    from commlab.tuner.launch import LaunchShape
+    from commlab.tuner.predict import OPS, predict
 
     if machine is None:
         return None, None, ""
@@ -192,7 +192,7 @@ def _predict(log, s: np.ndarray, machine: Machine | None) -> tuple[np.ndarray | 
 
 def _cluster(log, s: np.ndarray, cluster: tuple[str, int] | None) -> tuple[list, str]:
     """Per row (time_us, algorithm, bottleneck) of the cluster model, and the column's note."""
-    from commlab.cluster.scoring import cluster_rows
+    from commlab.scorecard.cluster_column import cluster_rows
 
     if cluster is None:
         return [(None, None, None)] * len(s), ""
@@ -242,7 +242,7 @@ def repeat_spread(log) -> float | None:
 
 def shipped_machine(path: Path) -> tuple[Machine | None, str]:
     """The described machine when ``path`` is one of the shipped logs (by file name), else (None, "")."""
-    from commlab.cost.fixture_machines import fixture_machine
+    from commlab.scorecard.fixture_machines import fixture_machine
     from commlab.nccl.examples import nccl_tests_logs
 
     if path.name not in {p.name for p in nccl_tests_logs()}:
@@ -253,7 +253,7 @@ def shipped_machine(path: Path) -> tuple[Machine | None, str]:
 
 def shipped_cluster(path: Path) -> tuple[tuple[str, int] | None, str]:
     """The cluster preset and nodes of a shipped log (by file name), with its note; (None, why) otherwise."""
-    from commlab.cluster.scoring import fixture_cluster
+    from commlab.scorecard.cluster_column import fixture_cluster
     from commlab.nccl.examples import nccl_tests_logs
 
     if path.name not in {p.name for p in nccl_tests_logs()}:
@@ -282,7 +282,7 @@ def score_file(path: str | Path, machine: Machine | None = None, text: str | Non
             note = f"cannot be described: {note}"
     if not log.rows:
         raise CommlabError(f"no nccl-tests table rows in LOG {str(path)!r}")
-    from commlab.cost.nccl_env import machine_for_log
+    from commlab.scorecard.log_model import machine_for_log
 
     machine, forced = machine_for_log(machine, text)
     cluster, cluster_note = shipped_cluster(path)
@@ -293,7 +293,7 @@ def best_net_latency_us(path, desc: str, grid_us) -> tuple[float, list[float]]:
     """Redo the choice of a network's per-hop latency on a calibration run: the value of ``grid_us`` whose
     prediction (``desc`` with ``net_latency_us`` set to it) has the least median time error on the log at
     ``path``; returns it and the median errors along the grid (how networks.TCPXO_HOP_US was chosen)."""
-    from commlab.cost.machine import parse_machine
+    from commlab.tuner.machine import parse_machine
 
     medians = []
     for x in grid_us:

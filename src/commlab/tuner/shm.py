@@ -56,7 +56,7 @@ printed in these logs) give 512 threads to both 02 (5.2) and the RTX 4090 host (
 fixtures 14 and 06, which run at the same rate. So no rule over the described
 fields separates them; the rate stays the one chosen on fixture 06, and the logs above are where it misses.
 
->>> from commlab.cost.machine import parse_machine
+>>> from commlab.tuner.machine import parse_machine
 >>> rtx = parse_machine("gpu=rtx2080ti,gpus_per_node=2,pcie=3,p2p=0,path=pix")
 >>> round(shm_rate_GBps("broadcast", rtx), 2), shm_rate_GBps("all_reduce", rtx)
 (12.56, 3.87)

@@ -4,8 +4,9 @@ Per row: ``model_time_us`` (the protocol-aware fit of this log), ``regime`` (the
 attribution), ``chosen`` (what NCCL chose: from the log's NCCL_DEBUG TUNING lines when it has them, else NCCL's pick by
 the predictive model when a machine is given, else the fitted regime's protocol; ``source`` says which:
 ``nccl_debug``, ``nccl_tuning_table``, ``predicted`` or ``model``) and, with a machine, ``predicted_time_us`` and
-``predicted_algo`` / ``predicted_proto`` (NCCL's pick by :mod:`commlab.cost.nccl_predict`). Rows of size 0
-(nccl-tests times an empty call) get nulls.
+``predicted_algo`` / ``predicted_proto`` (NCCL's pick by :mod:`commlab.tuner.predict`). Rows of size 0
+(nccl-tests times an empty call) get nulls. :func:`machine_for_log` is the described machine with what the log
+forces (NCCL_ALGO, NCCL_PROTO, ...).
 """
 from __future__ import annotations
 
@@ -13,9 +14,27 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from commlab.cost.machine import Machine
 from commlab.cost.protocol_fit import ProtocolFit, fit_protocol_model, relative_errors
 from commlab.errors import CommlabError
+from commlab.nccl.settings import forced_settings, nccl_version
+from commlab.tuner.machine import Machine
+from commlab.tuner.settings import apply_forced, version_note
+
+
+def machine_for_log(machine: Machine | None, text: str) -> tuple[Machine | None, str]:
+    """``machine`` with what the log's text forces (:func:`commlab.nccl.settings.forced_settings`,
+    :func:`commlab.tuner.settings.apply_forced`), and a note saying what was applied and whether the log's NCCL is
+    older than the model follows (:func:`commlab.tuner.settings.version_note`); "" when there is nothing to say,
+    or no machine."""
+    if machine is None:
+        return None, ""
+    settings = forced_settings(text)
+    forced = apply_forced(machine, settings) if settings else machine
+    notes = [version_note(nccl_version(text))]
+    if forced != machine:
+        shown = ", ".join(f"{k}={v}" for k, v in settings.items())
+        notes.insert(0, f"the log sets {shown}: NCCL considers only what it leaves on ({forced.describe()})")
+    return forced, "; ".join(n for n in notes if n)
 
 
 @dataclass
@@ -76,8 +95,8 @@ def _fit(s: np.ndarray, t_us: np.ndarray) -> tuple[ProtocolFit | None, str | Non
 
 def _prediction(log, s: np.ndarray, machine: Machine | None):
     """The predictive model on the log's sizes, with the run's launch shape (nccl-tests' -g, read from the log)."""
-    from commlab.cost.launch import LaunchShape
-    from commlab.cost.nccl_predict import OPS, predict
+    from commlab.tuner.launch import LaunchShape
+    from commlab.tuner.predict import OPS, predict
 
     if machine is None:
         return None, None

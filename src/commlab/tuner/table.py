@@ -1,17 +1,17 @@
 """NCCL's tuning table for a described machine: per (algorithm, protocol), a latency and a bandwidth.
 
 This is ``ncclTopoTuneModel`` (NVIDIA/nccl ``src/graph/tuning.cc:243-438``) on the channels
-:func:`~commlab.cost.nccl_graphs.nccl_graphs` finds, as NCCL computes it to *choose*; and, with
+:func:`~commlab.tuner.graphs.nccl_graphs` finds, as NCCL computes it to *choose*; and, with
 ``realized=True``, the same table as the machine *runs* it:
 
 * inside one node the channels share the GPU's links, so the data moves at the links' total (NCCL's per-link
   figures), even where the search budgeted less;
 * with CUDA P2P off the GPUs talk through host memory (NCCL's SHM transport): the rate is
-  :func:`commlab.cost.shm.shm_rate_GBps`, not the PCIe budget NCCL plans with;
-* across nodes a network hop costs what the transport really costs (:mod:`commlab.cost.networks`), not the
+  :func:`commlab.tuner.shm.shm_rate_GBps`, not the PCIe budget NCCL plans with;
+* across nodes a network hop costs what the transport really costs (:mod:`commlab.tuner.networks`), not the
   latency its plugin reports to steer NCCL's choice.
 
-The constants and their lines are in :mod:`commlab.cost.nccl_constants`.
+The constants and their lines are in :mod:`commlab.tuner.nccl_constants`.
 """
 from __future__ import annotations
 
@@ -19,27 +19,13 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from commlab.collectives import canonical
-from commlab.cost import nccl_constants as K
-from commlab.cost.machine import Machine
-from commlab.cost.nccl_graphs import Graph, nccl_graphs
-from commlab.cost.networks import NET_TYPES
-from commlab.cost.shm import shm_rate_GBps
+from commlab.tuner import nccl_constants as K
+from commlab.tuner.machine import Machine
+from commlab.tuner.graphs import Graph, nccl_graphs
+from commlab.tuner.networks import NET_TYPES
+from commlab.tuner.settings import log2i, ring_steps, tuned_op
+from commlab.tuner.shm import shm_rate_GBps
 from commlab.errors import CommlabError
-
-#: Collectives NCCL's tuner models. nccl-tests' alltoall, scatter, gather and sendrecv are grouped
-#: send/recv calls, which NCCL does not tune (no entry in tuning.cc).
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
-
-
-def _nsteps(op: str, n: int) -> int:
-    """tuning.cc:289-291."""
-    return 2 * (n - 1) if op == "all_reduce" else n - 1 if op in ("all_gather", "reduce_scatter") else n
-
-
-def _log2i(x: int) -> int:
-    return int(math.floor(math.log2(x))) if x >= 1 else 0
-
 
 def _candidates(op: str, graphs: Mapping[str, Graph], m: Machine) -> list[tuple[str, str]]:
     """The (algorithm, protocol) pairs enabled for ``op`` on ``m`` (tuning.cc:293-303, 498-541), within what the
@@ -103,12 +89,12 @@ def _alg_bw(op: str, algo: str, bus: float, n: int) -> float:
     """Bus to algorithm bandwidth (tuning.cc:377-382)."""
     if algo != "Ring" and op in ("all_gather", "reduce_scatter"):
         return bus
-    return bus * (n / _nsteps(op, n) if algo in ("Ring", "NVLS", "NVLSTree") else 0.5)
+    return bus * (n / ring_steps(op, n) if algo in ("Ring", "NVLS", "NVLSTree") else 0.5)
 
 
 def _net_hop_us(proto: str, m: Machine, real: bool) -> tuple[float, float]:
     """(latency added to every network hop, and added again for Simple), us: what the plugin reports (NCCL's
-    view, tuning.cc:389-391) or, ``real``, what the hop costs (:mod:`commlab.cost.networks`)."""
+    view, tuning.cc:389-391) or, ``real``, what the hop costs (:mod:`commlab.tuner.networks`)."""
     net = NET_TYPES[m.net]
     if not real:
         return net.reported_latency_us, net.reported_latency_us
@@ -134,12 +120,12 @@ def _latency_us(op: str, algo: str, proto: str, m: Machine, real: bool = False) 
         overhead = 0.0 if nodes == 1 else K.NET_OVERHEAD_US[m.cpu] * (3.0 if proto == "Simple" else 1.0)
         intra = max(intra, overhead)
         inter_steps = 0 if nodes == 1 else 2 * (nodes - 1) if op == "all_reduce" else nodes - 1
-        return lat + (_nsteps(op, n) - inter_steps) * intra + inter_steps * inter
+        return lat + (ring_steps(op, n) - inter_steps) * intra + inter_steps * inter
     if algo == "Tree":
-        return lat + 2 * ((ppn - 1) * intra + _log2i(nodes) * inter)
+        return lat + 2 * ((ppn - 1) * intra + log2i(nodes) * inter)
     if algo == "NVLS":
         return intra + (inter if nodes > 1 else 0.0)
-    return lat + intra + 2 * _log2i(nodes) * inter                       # NVLSTree
+    return lat + intra + 2 * log2i(nodes) * inter                       # NVLSTree
 
 
 @dataclass(frozen=True)
@@ -155,7 +141,7 @@ def _realized(g: Graph, m: Machine, op: str) -> Graph:
     """The channels as they run. Inside one node a ring's or tree's channels share the GPU's links, so the data
     moves at the links' total (NCCL's own per-link figures), even where the search budgeted less (2 x 20 GB/s
     of an A40 bridge's 48; 12 x 30 of an H100's 370.8). With P2P off the bytes go through host memory at
-    :func:`~commlab.cost.shm.shm_rate_GBps`. Across nodes the NICs decide, as budgeted."""
+    :func:`~commlab.tuner.shm.shm_rate_GBps`. Across nodes the NICs decide, as budgeted."""
     if m.nodes > 1 or g.algo not in ("Ring", "Tree"):
         return g
     if not (m.has_nvlink or m.p2p):
@@ -171,8 +157,8 @@ def _realized(g: Graph, m: Machine, op: str) -> Graph:
 def nccl_tuning_table(op: str, m: Machine, realized: bool = False) -> dict[tuple[str, str], TuningEntry]:
     """NCCL's table for ``op`` on ``m``: (algorithm, protocol) -> latency and bandwidth, enabled pairs only.
     ``realized=True`` gives the bandwidths the channels reach (:func:`_realized`) and the latencies the network
-    really has (:mod:`commlab.cost.networks`) instead of NCCL's budget and its plugin's report."""
-    op = _op(op)
+    really has (:mod:`commlab.tuner.networks`) instead of NCCL's budget and its plugin's report."""
+    op = tuned_op(op)
     if m.n_ranks < 2:
         raise CommlabError(f"NCCL's model needs at least 2 ranks; the machine has {m.n_ranks}")
     graphs = nccl_graphs(m)
@@ -195,7 +181,7 @@ def nvls_tuning(m: Machine) -> tuple[int, int, int]:
     with the sm100 multi-node table of ``ncclNvlsTreeSm100Tuning`` (nvls.cc:163-199). The NIC is taken to sit
     on the GPU's PCIe switch (PXB or closer) when the node has a NIC per GPU.
 
-    >>> from commlab.cost.machine import parse_machine
+    >>> from commlab.tuner.machine import parse_machine
     >>> nvls_tuning(parse_machine("gpu=h100,gpus_per_node=8,nodes=4,nics_per_node=8,nic_Gbps=400"))
     (16, 131072, 65536)
     """
@@ -240,7 +226,7 @@ def tree_chunk_bytes(proto: str, nbytes: float, m: Machine, n_channels: int) -> 
     2286-2294, 2321): a step's data (chunkSteps = 1), for LL128 halved while the channel's share is under
     ``nstepsLL128 x 64 / ppn``, then ``x 16 / ppn`` chunks; whole grains; at most the channel's share.
 
-    >>> from commlab.cost.machine import parse_machine
+    >>> from commlab.tuner.machine import parse_machine
     >>> m = parse_machine("gpu=h100,gpus_per_node=8,nodes=4,nics_per_node=8,nic_Gbps=400")
     >>> [tree_chunk_bytes("LL128", x, m, 16) for x in (2**20, 2**23, 2**26)]
     [17280, 34560, 71040]
@@ -248,7 +234,7 @@ def tree_chunk_bytes(proto: str, nbytes: float, m: Machine, n_channels: int) -> 
     share = int(nbytes) // n_channels
     if proto == "LL128":
         ppn = m.gpus_per_node
-        steps = 1 + _log2i(m.nodes) + 0.1 * ppn
+        steps = 1 + log2i(m.nodes) + 0.1 * ppn
         chunk = K.TREE_LL128_MAX_CHUNK_BYTES
         for times, floor in K.TREE_LL128_CHUNK_RULES:
             while share // chunk < steps * times / ppn and chunk > floor:
@@ -267,11 +253,3 @@ def _nothing_enabled(op: str, graphs: Mapping[str, Graph], m: Machine) -> Commla
     return CommlabError(f"algo={m.algo or '(any)'} and proto={m.proto or '(any)'} leave NCCL no algorithm/protocol "
                         f"for {op} on {free.describe()} (it could use {could}); NCCL fails such a call: 'No "
                         f"algorithm/protocol available' (enqueue.cc:2063)")
-
-
-def _op(op: str) -> str:
-    name = canonical(op)
-    if name not in OPS:
-        raise CommlabError(f"NCCL's tuner models {', '.join(OPS)}; {name!r} is grouped send/recv in nccl-tests, "
-                           f"which NCCL does not tune")
-    return name

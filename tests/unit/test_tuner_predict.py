@@ -6,10 +6,10 @@ import json
 import numpy as np
 import pytest
 
-from commlab.cost import nccl_constants as K
-from commlab.cost.machine import parse_machine
-from commlab.cost.nccl_graphs import nccl_graphs
-from commlab.cost.nccl_predict import nccl_tuning_table, predict
+from commlab.tuner import nccl_constants as K
+from commlab.tuner.machine import parse_machine
+from commlab.tuner.graphs import nccl_graphs
+from commlab.tuner.predict import nccl_tuning_table, predict
 from commlab.errors import CommlabError
 
 H100x8 = parse_machine("gpu=h100,gpus_per_node=8")
@@ -90,7 +90,7 @@ def test_the_pick_is_the_least_time_and_the_smallest_sizes_use_ll():
     ("gpu=h100,gpus_per_node=8,nodes=8,nics_per_node=8,nic_Gbps=400", "NVLSTree", [(2**23, 65536), (2**33, 65536)]),
 ])
 def test_nvls_chunk_follows_calc_coll_chunking(desc, algo, sizes_chunks):
-    from commlab.cost.nccl_table import nvls_chunk_bytes
+    from commlab.tuner.table import nvls_chunk_bytes
     m = parse_machine(desc)
     heads = nccl_graphs(m)[algo].n_channels
     assert [nvls_chunk_bytes(algo, s, m, heads) for s, _ in sizes_chunks] == [c for _, c in sizes_chunks]
@@ -166,10 +166,10 @@ def test_the_tree_fill_is_one_chunk_time_per_network_hop_up_and_down():
     (tree_chunk_bytes), only in the realised time; none for LL, rings, one node or other collectives."""
     import math
 
-    from commlab.cost import nccl_constants as K
-    from commlab.cost.machine import parse_machine
-    from commlab.cost.nccl_predict import _tree_fill_us
-    from commlab.cost.nccl_table import nccl_tuning_table, tree_chunk_bytes
+    from commlab.tuner import nccl_constants as K
+    from commlab.tuner.machine import parse_machine
+    from commlab.tuner.predict import _tree_fill_us
+    from commlab.tuner.table import nccl_tuning_table, tree_chunk_bytes
 
     m = parse_machine("gpu=h100,gpus_per_node=8,nodes=4,nics_per_node=8,nic_Gbps=400,net=ib")
     s = np.array([2.0**20, 2.0**23])

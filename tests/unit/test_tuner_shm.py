@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from commlab.cost import shm
-from commlab.cost.fixture_machines import fixture_machine
-from commlab.cost.machine import parse_machine
-from commlab.cost.nccl_predict import nccl_tuning_table, predict
-from commlab.cost.scorecard import BW_REGIME_NBYTES, PREDICTED_BW_GOAL, PREDICTED_MEDIAN_GOAL, score_file
+from commlab.tuner import shm
+from commlab.scorecard.fixture_machines import fixture_machine
+from commlab.tuner.machine import parse_machine
+from commlab.tuner.predict import nccl_tuning_table, predict
+from commlab.scorecard.scorecard import BW_REGIME_NBYTES, PREDICTED_BW_GOAL, PREDICTED_MEDIAN_GOAL, score_file
 from commlab.nccl import nccl_tests_log, parse_log
 
 RTX = parse_machine("gpu=rtx2080ti,gpus_per_node=2,pcie=3,p2p=0,path=pix")

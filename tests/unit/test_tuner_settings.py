@@ -4,12 +4,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from commlab.cost.fixture_machines import fixture_machine
-from commlab.cost.machine import parse_machine
-from commlab.cost.nccl_env import (
-    ALGO_NAMES, PROTO_NAMES, VARIABLES, apply_forced, enabled_names, forced_settings,
-)
-from commlab.cost.nccl_predict import OPS, predict
+from commlab.scorecard.fixture_machines import fixture_machine
+from commlab.tuner.machine import parse_machine
+from commlab.nccl.settings import forced_settings
+from commlab.tuner.settings import ALGO_NAMES, PROTO_NAMES, VARIABLES, apply_forced, enabled_names
+from commlab.tuner.predict import OPS, predict
 from commlab.errors import CommlabError
 from commlab.nccl import nccl_tests_logs
 
@@ -187,15 +186,17 @@ def test_a_shipped_log_with_a_forced_algorithm_changes_the_prediction():
 
 
 def test_the_nccl_version_a_log_names_and_the_note_for_old_ones():
-    from commlab.cost.nccl_env import machine_for_log, nccl_version, version_note
-    from commlab.cost.machine import parse_machine
+    from commlab.nccl.settings import nccl_version
+    from commlab.scorecard.log_model import machine_for_log
+    from commlab.tuner.settings import version_note
+    from commlab.tuner.machine import parse_machine
 
     assert nccl_version("[1,0]<stdout>:ip-10-0-0-1:12:12 [0] NCCL INFO NCCL version 2.8.3+cuda11.2") == (2, 8, 3)
     assert nccl_version("# nccl-tests version 2.17.9 nccl-headers=22903 nccl-library=22903") == (2, 29, 3)
     assert nccl_version("[gdr116] tid:21762, main(), common.cu:699, NCCL version: 22602, CUDA Runtime") == (2, 26, 2)
     assert nccl_version("no version here") is None
-    assert "2.8.3 predates 2.12" in version_note("NCCL version 2.8.3+cuda11.2")
-    assert version_note("NCCL version 2.18.3+cuda12.2") == "" and version_note("") == ""
+    assert "2.8.3 predates 2.12" in version_note(nccl_version("NCCL version 2.8.3+cuda11.2"))
+    assert version_note(nccl_version("NCCL version 2.18.3+cuda12.2")) == "" and version_note(nccl_version("")) == ""
     m = parse_machine("gpu=a100,gpus_per_node=8")
     same, note = machine_for_log(m, "NCCL version 2.4.8+cuda10.0\n")
     assert same == m and "2.4.8" in note

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from commlab.cost.machine import Machine, parse_machine
+from commlab.tuner.machine import Machine, parse_machine
 from commlab.errors import CommlabError
 
 
@@ -35,7 +35,7 @@ class FixtureMachine:
         return None if self.desc is None else parse_machine(self.desc)
 
 
-_NO_P2P = ("P2P off: NCCL stages every byte through host memory (SHM transport, commlab.cost.shm), which its "
+_NO_P2P = ("P2P off: NCCL stages every byte through host memory (SHM transport, commlab.tuner.shm), which its "
            "tuning model budgets as the PCIe link")
 _DGX2 = "DGX-2: V100-SXM3 on NVSwitch, 6 NVLink 2 links per GPU; 12 of its 16 GPUs"
 
@@ -91,7 +91,7 @@ _LEGACY = ("NCCL of the 2.5 era (nccl-tests before 2020-06: format legacy) copie
 #: Where the prediction misses and why (the scorecard shows it; tests hold the parts the model does cover).
 _OUTSIDE = {
     2: ("AMD EPYC host (DGX A100, NCCL 2.16.2): SHM runs at 5.2 GB/s per GPU, 34% above the two-way rate chosen "
-        "on fixture 06 and checked on 14-15 (commlab.cost.shm). Other AMD hosts disagree with it (8 RTX 4090 "
+        "on fixture 06 and checked on 14-15 (commlab.tuner.shm). Other AMD hosts disagree with it (8 RTX 4090 "
         "under EPYC 7542: 14.9 GB/s), and NCCL 2.16's copy is the same SM load/store through /dev/shm memory on "
         "every host (shm.cc, shmutils.cc), so no rule over the described fields gives a second rate"),
     5: ("across the CPU sockets (SYS) the SHM ring runs at 1.35-1.44 GB/s per GPU, 2.7x slower than on one CPU "

@@ -22,8 +22,18 @@ NCCL_VERSION = "2.30.7"
 NCCL_COMMIT = "5067397c2676d5aed50042fc39e5c8ee96eb0027"
 SOURCE = f"NVIDIA/nccl v{NCCL_VERSION} ({NCCL_COMMIT[:8]})"
 
-ALGOS = ("Tree", "Ring", "NVLS", "NVLSTree")      # NCCL's loop order (NCCL_ALGO_TREE = 0, RING = 1, ...)
-PROTOS = ("LL", "LL128", "Simple")
+#: ncclAlgoStr and ncclProtoStr, src/init.cc:53-55 (NCCL's names, in its order: an algorithm's id is its index)
+ALGO_NAMES = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
+PROTO_NAMES = ("LL", "LL128", "Simple")
+#: ncclFuncStr (init.cc:52), the prefixes of NCCL_ALGO / NCCL_PROTO lists, and commlab's names of those collectives
+FUNCTIONS = MappingProxyType({"Broadcast": "broadcast", "Reduce": "reduce", "AllGather": "all_gather",
+                              "ReduceScatter": "reduce_scatter", "AllReduce": "all_reduce"})
+#: NCCL up to 2.12 had one "CollNet" algorithm (v2.12.7-1 src/init.cc:42), since split into these two
+OLD_ALGO_NAMES = MappingProxyType({"collnet": ("CollNetDirect", "CollNetChain")})
+
+#: the algorithms the predictive model tunes, in NCCL's loop order (CollNet and PAT: see the module docstring)
+ALGOS = tuple(a for a in ALGO_NAMES if a in ("Tree", "Ring", "NVLS", "NVLSTree"))
+PROTOS = PROTO_NAMES
 ARCHS = ("volta", "ampere", "hopper", "blackwell")
 
 
@@ -82,6 +92,19 @@ NVLS_TREE_MAX_BW_PER_CH_GBPS = _table({
     for n, v in zip(("n1", "n2", "n4"), row)})
 #: nvlsEfficiency [arch]: the share of the NVSwitch bandwidth NVLS reaches, tuning.cc:139-144
 NVLS_EFFICIENCY = MappingProxyType({"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.74})
+
+#: CollNet's per-hop latencies (Simple only), us: tuning.cc:159 (NVLink) and 171 (NET); the cluster model's
+#: CollNet (commlab.cluster.sharp) uses them, the predictive model leaves CollNet out
+COLLNET_HW_LAT_US = _table({
+    ("nvlink", "CollNetDirect"): 3.7, ("nvlink", "CollNetChain"): 2.8,
+    ("net", "CollNetDirect"): 31.0, ("net", "CollNetChain"): 30.0,
+})
+#: CollNetDirect's arity serialization, us per local rank: tuning.cc:422
+COLLNET_DIRECT_ARITY_US = 0.4
+#: CollNetDirect's bus bandwidth factor on sm90 and later: tuning.cc:358
+COLLNET_DIRECT_SM90_FACTOR = 0.85
+#: CollNetDirect all-gather / reduce-scatter run at bwInter x 0.9: tuning.cc:351
+COLLNET_DIRECT_AG_INTER_FACTOR = 0.9
 
 #: Ring/Tree bus bandwidth factors, tuning.cc:327-337: LL carries 8 bytes of data per 16 (x 0.5), LL128 120 of
 #: 128 (x 0.92); the Tree all-reduce x 0.92; a Tree's LL x 1/3.8; a Tree's LL128 x 7/9 on one node, 120/128 across

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from commlab.cost.fixture_machines import fixture_machine
-from commlab.cost.launch import LAUNCH_US_PER_GPU, LaunchShape
-from commlab.cost.machine import parse_machine
-from commlab.cost.nccl_predict import predict
+from commlab.scorecard.fixture_machines import fixture_machine
+from commlab.tuner.launch import LAUNCH_US_PER_GPU, LaunchShape
+from commlab.tuner.machine import parse_machine
+from commlab.tuner.predict import predict
 from commlab.errors import CommlabError
 from commlab.nccl import nccl_tests_log, parse_log
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from commlab.cost.fixture_machines import fixture_machine
-from commlab.cost.machine import FIELDS, GPUS, Machine, parse_machine
+from commlab.scorecard.fixture_machines import fixture_machine
+from commlab.tuner.machine import FIELDS, GPUS, Machine, parse_machine
 from commlab.errors import CommlabError
 from commlab.nccl import nccl_tests_logs, parse_log
 
