@@ -16,14 +16,16 @@ from pathlib import Path
 
 import numpy as np
 
-from commlab.cost.launch import LaunchShape
-from commlab.cost.machine import parse_machine
-from commlab.cost.nccl_env import machine_for_log, nccl_version
-from commlab.cost.scorecard import BW_REGIME_NBYTES, PREDICTED_BW_GOAL, PREDICTED_MEDIAN_GOAL, measured_points
 from commlab.nccl.parse import parse_log
-from commlab.tuner.calibrate import calibrate_from_log, machine_at, predict_calibrated
-from commlab.tuner.error_bands import held_out_run, measure_bands
+from commlab.nccl.settings import nccl_version
+from commlab.scorecard.calibration import calibrate_from_log, held_out_run, predict_log
+from commlab.scorecard.error_bands import goals_of, measure_bands
+from commlab.scorecard.log_model import machine_for_log
+from commlab.scorecard.scorecard import BW_REGIME_NBYTES, PREDICTED_BW_GOAL, PREDICTED_MEDIAN_GOAL, measured_points
+from commlab.tuner.calibrate import machine_at
 from commlab.tuner.generations import current, generation_for, replay
+from commlab.tuner.launch import LaunchShape
+from commlab.tuner.machine import parse_machine
 
 ROOT = Path(__file__).resolve().parents[1]
 HELD = ROOT / "tests" / "data" / "nccl_heldout"
@@ -61,18 +63,15 @@ def resolve(path: str) -> Path:
 def predict_pair(pair: dict) -> tuple[tuple[float, float | None], tuple[float, float | None], str]:
     desc = parse_machine(pair["machine"])
     cal_path, tgt_path = resolve(pair["calibrate_from"]), resolve(pair["predict"])
-    fit, _ = calibrate_from_log(cal_path, cal_path.read_text(encoding="utf-8"), desc)
+    small = calibrate_from_log(cal_path, cal_path.read_text(encoding="utf-8"), desc)
     text = tgt_path.read_text(encoding="utf-8")
     log = parse_log(text)
     m, _ = machine_for_log(machine_at(desc, log.n_ranks, tgt_path.name), text)
     assert m is not None
     s, t = measured_points(log)
-    gen = generation_for(nccl_version(text), log.format).generation
-    shape = LaunchShape.from_log(log)
-    plain = replay(log.collective, s, m, gen, shape).time_s * 1e6
-    cal = predict_calibrated(log.collective, s, m, fit.calibration, shape.gpus_per_thread if shape else 1, gen,
-                             shape).time_s * 1e6
-    c = fit.calibration
+    plain = predict_log(log, text, s, m).prediction.time_s * 1e6
+    cal = predict_log(log, text, s, m, small).prediction.time_s * 1e6
+    c = small.fit.calibration
     fitted = f"NIC {c.nic_delivered_Gbps} Gb/s, hop {c.net_hop_us} us, launch {c.launch_us_per_gpu} us/GPU"
     return medians(plain, t, s), medians(cal, t, s), fitted
 
@@ -110,6 +109,7 @@ def main(argv: list[str]) -> int:
             "model": "commlab.tuner.generations.replay with the generation of each log's NCCL version, "
                      "uncalibrated, from its machines.json description",
             "written_by": "benchmarks/tuner_heldout.py --write",
+            "held_out_goals": goals_of(runs, PREDICTED_MEDIAN_GOAL, PREDICTED_BW_GOAL, BW_REGIME_NBYTES),
             "bands": [b.to_json() for b in bands]}, indent=1) + "\n")
         print(f"\nwrote {BANDS.relative_to(ROOT)} ({len(bands)} bands)")
     for b in bands:

@@ -67,7 +67,8 @@ def test_the_forced_ring_of_run_19_is_read_from_its_text():
 
 
 # -- issue 25: the replay of each run's own NCCL generation, the error bands, calibration -------------------------
-from commlab.tuner.error_bands import held_out_run, measure_bands, stored_bands  # noqa: E402
+from commlab.scorecard.calibration import held_out_run  # noqa: E402
+from commlab.scorecard.error_bands import goals_of, held_out_goals, measure_bands, stored_bands  # noqa: E402
 
 RUNS = {name[:2]: run for name, desc in MACHINES.items() if desc
         and (run := held_out_run(name, (HERE / name).read_text(encoding="utf-8"), parse_machine(desc))) is not None}
@@ -86,7 +87,7 @@ def _medians(run):
 
 @pytest.mark.parametrize("key", sorted(RUNS))
 def test_the_replay_of_the_runs_own_generation_meets_the_goals_or_the_miss_is_stated(key):
-    from commlab.cost.scorecard import PREDICTED_BW_GOAL, PREDICTED_MEDIAN_GOAL
+    from commlab.scorecard.scorecard import PREDICTED_BW_GOAL, PREDICTED_MEDIAN_GOAL
 
     med, bw = _medians(RUNS[key])
     ok = med <= PREDICTED_MEDIAN_GOAL and (bw is None or bw <= PREDICTED_BW_GOAL)
@@ -107,3 +108,7 @@ def test_the_error_band_table_is_what_the_held_out_runs_measure_now():
     """src/commlab/data/nccl/error_bands.json is written by benchmarks/tuner_heldout.py --write; a change of the model
     that moves a band without rewriting the table fails here."""
     assert [b.to_json() for b in measure_bands(RUNS.values())] == [b.to_json() for b in stored_bands()]
+    from commlab.scorecard.scorecard import BW_REGIME_NBYTES, PREDICTED_BW_GOAL, PREDICTED_MEDIAN_GOAL
+
+    goals = goals_of(RUNS.values(), PREDICTED_MEDIAN_GOAL, PREDICTED_BW_GOAL, BW_REGIME_NBYTES)
+    assert goals == held_out_goals() and sorted(m[:2] for m in goals["missed"]) == sorted(GENERATION_MISSES)

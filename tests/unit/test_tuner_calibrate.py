@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from commlab.cost.launch import LaunchShape
-from commlab.cost.machine import Machine, parse_machine
-from commlab.cost.nccl_env import machine_for_log, nccl_version
-from commlab.cost.scorecard import measured_points
 from commlab.errors import CommlabError
 from commlab.nccl.parse import parse_log
+from commlab.scorecard.calibration import calibrate_from_log, predict_log, read_small_run
+from commlab.scorecard.error_bands import band_for, band_json, machine_class
+from commlab.scorecard.log_model import machine_for_log
+from commlab.scorecard.scorecard import measured_points
 from commlab.tuner import calibrate as C
-from commlab.tuner.error_bands import band_for, band_json, machine_class
 from commlab.tuner.generations import generation_for, replay
+from commlab.tuner.machine import Machine, parse_machine
 
 ROOT = Path(__file__).resolve().parents[2]
 HELD = ROOT / "tests" / "data" / "nccl_heldout"
@@ -102,34 +102,47 @@ def test_another_machine_does_not_go_on_and_says_what_differs():
 def test_a_calibration_is_never_scored_on_the_log_it_was_fitted_on():
     path = HELD / "19_all_reduce_A100-DGX-HDR-IB-Ring_16r.txt"
     text = path.read_text(encoding="utf-8")
-    fit, _ = C.calibrate_from_log(path, text, parse_machine("gpu=a100,gpus_per_node=8,nics_per_node=8,nic_Gbps=200"))
+    desc = parse_machine("gpu=a100,gpus_per_node=8,nics_per_node=8,nic_Gbps=200")
+    small = calibrate_from_log(path, text, desc)
+    log = parse_log(text)
     with pytest.raises(CommlabError, match="is the calibration log itself"):
-        C.refuse_own_log(fit, text, "LOG")
-    C.refuse_own_log(fit, (HELD / "21_all_reduce_A100-DGX-4node-IB_32r.txt").read_text(encoding="utf-8"), "LOG")
+        predict_log(log, text, measured_points(log)[0], C.machine_at(desc, 16, "LOG"), small)
+    C.refuse_own_log(small.fit, (HELD / "21_all_reduce_A100-DGX-4node-IB_32r.txt").read_text(encoding="utf-8"),
+                     "LOG")
+
+
+def test_a_calibration_of_another_cluster_stops_with_what_differs():
+    desc = parse_machine("gpu=h100,gpus_per_node=8,nics_per_node=8,nic_Gbps=400,net=efa-p5,cpu=amd")
+    small = read_small_run(str(ROOT / "src/commlab/data/nccl/nccl-tests/09_all_reduce_H100-p5-EFA_16r.txt"), desc)
+    text = (HELD / "21_all_reduce_A100-DGX-4node-IB_32r.txt").read_text(encoding="utf-8")
+    log = parse_log(text)
+    with pytest.raises(CommlabError, match="GPU is h100, the log's a100.*did not go on"):
+        predict_log(log, text, measured_points(log)[0], parse_machine(
+            "gpu=a100,gpus_per_node=8,nodes=4,nics_per_node=8,nic_Gbps=200,net=ib"), small)
+    with pytest.raises(CommlabError, match="--calibrate-from needs --machine DESC"):
+        read_small_run("small.txt", None)
+    with pytest.raises(CommlabError, match="cannot read --calibrate-from 'no/such.txt'"):
+        read_small_run("no/such.txt", desc)
 
 
 def test_a_calibration_log_of_a_collective_nccl_does_not_tune_or_of_partial_nodes_is_refused():
     m = parse_machine("gpu=a100,gpus_per_node=8,nics_per_node=8,nic_Gbps=200")
     alltoall = HELD / "08_alltoall_A100-SXM4-DGX-superbench_8r.txt"
     with pytest.raises(CommlabError, match="is all_to_all, which NCCL's tuner does not model"):
-        C.calibrate_from_log(alltoall, alltoall.read_text(encoding="utf-8"), m)
+        calibrate_from_log(alltoall, alltoall.read_text(encoding="utf-8"), m)
     with pytest.raises(CommlabError, match="ran 12 ranks, not whole nodes of 8 GPUs"):
         C.machine_at(m, 12, "the calibration log")
 
 
-def _pair_errors(pair: dict) -> tuple[float, float]:
+def _pair_errors(pair: dict) -> tuple[float, int]:
     desc = parse_machine(pair["machine"])
     cal_path, tgt_path = ROOT / pair["calibrate_from"], ROOT / pair["predict"]
-    fit, _ = C.calibrate_from_log(cal_path, cal_path.read_text(encoding="utf-8"), desc)
+    small = read_small_run(str(cal_path), desc)
     text = tgt_path.read_text(encoding="utf-8")
-    C.refuse_own_log(fit, text, tgt_path.name)
     log = parse_log(text)
     m, _ = machine_for_log(C.machine_at(desc, log.n_ranks, tgt_path.name), text)
     s, t = measured_points(log)
-    shape = LaunchShape.from_log(log)
-    gen = generation_for(nccl_version(text), log.format).generation
-    p = C.predict_calibrated(log.collective, s, m, fit.calibration, shape.gpus_per_thread if shape else 1, gen,
-                             shape).time_s * 1e6
+    p = predict_log(log, text, s, m, small).prediction.time_s * 1e6
     return float(np.median(abs(p / t - 1))), m.nodes
 
 
@@ -173,3 +186,12 @@ def test_a_prediction_carries_its_kinds_band_and_says_where_it_is_outside_it():
     none, why = band_for(parse_machine("gpu=a40,gpus_per_node=4,nvlink=0"), "2.9-2.17")
     assert none is None and why[0].startswith("no held-out run of this kind (one node, PCIe x NCCL 2.9-2.17)")
     assert band_json(A100_2, "2.9-2.17")["band"] is None
+
+
+def test_the_gpu_a_calibration_runs_device_lines_name_is_held_against_the_description():
+    from commlab.scorecard.calibration import gpus_named
+
+    assert gpus_named("#  Rank  0 Group  0 Pid 1 on w-1 device  0 [0x8d] NVIDIA H100 80GB HBM3\n"
+                      "#   Rank  1 Pid 2 on h device  1 [0x00] A100-PCIE-40GB") == {"h100", "a100-pcie"}
+    check = C.check_pair(A100_2, "all_reduce", _choice(None), A100_2, "all_reduce", _choice(None), cal_gpu="h100")
+    assert not check.went_on and "GPU is h100, the log's a100" in check.note()

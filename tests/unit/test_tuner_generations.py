@@ -8,9 +8,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from commlab.cost import nccl_constants as K
-from commlab.cost.machine import parse_machine
-from commlab.cost.nccl_predict import OPS, predict
+from commlab.tuner import nccl_constants as K
+from commlab.tuner.machine import parse_machine
+from commlab.tuner.predict import predict
+from commlab.tuner.settings import OPS
 from commlab.errors import CommlabError
 from commlab.tuner import generations as G
 
@@ -116,7 +117,7 @@ def test_the_current_generation_is_handed_to_the_predictive_model_unchanged():
 def test_nccl_2_8s_ring_ll_costs_by_its_own_formula():
     """v2.8.4-1 tuning.cc:125 and :138-152 by hand: one node of 8 A100, all-reduce, Ring/LL: bus bandwidth a quarter of
     the channels' (capped by llMaxBw[Ampere][1 node] = 87.7), latency baseLat 3.6 + 14 steps x NVLink hwLat 0.47."""
-    from commlab.cost.nccl_graphs import nccl_graphs
+    from commlab.tuner.graphs import nccl_graphs
 
     m = parse_machine("gpu=a100,gpus_per_node=8")
     g = nccl_graphs(m)["Ring"]

@@ -8,7 +8,7 @@ on one or two nodes measures them. The fitted quantities, at most three, each wi
 * ``nic_delivered_Gbps``: what one NIC delivers, Gb/s (a 400 GbE virtual function that carries 100);
 * ``net_hop_us``: what a network hop adds, us (``Machine.net_latency_us``);
 * ``launch_us_per_gpu``: the host cost of one call and its kernel for one GPU, us (the launch floor,
-  :mod:`commlab.cost.launch`: ``gpus_per_thread x launch_us``).
+  :mod:`commlab.tuner.launch`: ``gpus_per_thread x launch_us``).
 
 NCCL still picks with what it sees (the port speed, the latency its plugin reports); the calibration changes only
 how the pick runs (:func:`commlab.tuner.generations.replay`, ``run_machine`` and ``nic_scale``). A quantity is fitted only where the
@@ -17,7 +17,7 @@ coordinate search, each quantity on the rows where it matters (the NIC on sizes 
 MiB, the floor on the smallest sizes), least median relative time error, twice round; the grids are in
 :data:`NIC_FRACTIONS`, :data:`HOP_GRID_US`.
 
->>> from commlab.cost.machine import parse_machine
+>>> from commlab.tuner.machine import parse_machine
 >>> import numpy as np
 >>> m = parse_machine("gpu=a100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=200,net=ib")
 >>> s = 2.0 ** np.arange(10, 31)
@@ -34,11 +34,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from commlab.cost.launch import LaunchShape
-from commlab.cost.machine import Machine
-from commlab.cost.nccl_predict import OPS, Prediction
 from commlab.errors import CommlabError
 from commlab.tuner.generations import Generation, GenerationChoice, current, replay
+from commlab.tuner.launch import LaunchShape
+from commlab.tuner.machine import Machine
+from commlab.tuner.predict import Prediction
+from commlab.tuner.settings import OPS
 
 #: the NIC's delivered rate is searched as these fractions of its port speed (a port delivers at most its speed)
 NIC_FRACTIONS = tuple(round(x, 3) for x in np.arange(0.05, 1.0001, 0.0125))
@@ -49,7 +50,7 @@ HOP_GRID_US = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 15.0, 20
 BW_ROWS_NBYTES, HOP_ROWS_NBYTES = 64 * 2**20, 64 * 2**10
 #: the launch floor is fitted on the sizes up to this one (where no collective takes longer than the host)
 FLOOR_ROWS_NBYTES = 64 * 2**10
-MIN_ROWS = 4
+MIN_CALIBRATION_ROWS = 4
 
 
 @dataclass(frozen=True)
@@ -152,8 +153,8 @@ def fit_calibration(op: str, nbytes, time_us, m: Machine, gpus_per_thread: int =
     s, t = s[keep], t[keep]
     gen = generation or current()
     missing = []
-    if s.size < MIN_ROWS:
-        missing.append(f"at least {MIN_ROWS} sizes > 0 (it has {s.size})")
+    if s.size < MIN_CALIBRATION_ROWS:
+        missing.append(f"at least {MIN_CALIBRATION_ROWS} sizes > 0 (it has {s.size})")
     has_bw, has_hop, has_floor = (s >= BW_ROWS_NBYTES).any(), ((s >= HOP_ROWS_NBYTES) & (s < BW_ROWS_NBYTES)).any(), \
         (s <= FLOOR_ROWS_NBYTES).any()
     if not (has_bw or has_hop or has_floor) or missing:
@@ -222,9 +223,10 @@ class CalibrationCheck:
 
 
 def check_pair(cal_machine: Machine, cal_op: str, cal_choice: GenerationChoice, target: Machine, target_op: str,
-               target_choice: GenerationChoice) -> CalibrationCheck:
+               target_choice: GenerationChoice, cal_gpu: str | None = None) -> CalibrationCheck:
     """What differs between a calibration run and a target: another collective or NCCL version goes on (the
-    quantities are the cluster's); another GPU, network kind or NIC port is another cluster and does not."""
+    quantities are the cluster's); another GPU, network kind or NIC port is another cluster and does not.
+    ``cal_gpu``: the GPU the calibration run's own device lines name, where it names one."""
     diffs, stop = [], False
     if cal_op != target_op:
         diffs.append(f"the calibration run is {cal_op}, the log {target_op}")
@@ -233,7 +235,7 @@ def check_pair(cal_machine: Machine, cal_op: str, cal_choice: GenerationChoice, 
         shown = [".".join(map(str, c.version)) if c.version else f"unnamed ({c.generation.name} assumed)"
                  for c in (cal_choice, target_choice)]
         diffs.append(f"the calibration run's NCCL is {shown[0]}, the log's {shown[1]}")
-    for name, a, b in (("GPU", cal_machine.gpu, target.gpu), ("network kind", cal_machine.net, target.net)):
+    for name, a, b in (("GPU", cal_gpu or cal_machine.gpu, target.gpu), ("network kind", cal_machine.net, target.net)):
         if a != b:
             diffs.append(f"the calibration run's {name} is {a}, the log's {b}")
             stop = True
@@ -261,33 +263,6 @@ def machine_at(m: Machine, n_ranks: int | None, where: str) -> Machine:
         raise CommlabError(f"{where} ran {nodes} nodes; the description {m.describe()!r} names no NICs "
                            f"(nics_per_node=, nic_Gbps=)")
     return replace(m, nodes=nodes)
-
-
-def calibrate_from_log(path, text: str, machine: Machine) -> tuple[CalibrationFit, GenerationChoice]:
-    """Read a calibration log and fit :class:`Calibration` on it, for a target described by ``machine`` (its node
-    count is replaced by the calibration run's)."""
-    from commlab.cost.nccl_env import apply_forced, forced_settings, nccl_version
-    from commlab.nccl.parse import parse_log
-    from commlab.tuner.generations import generation_for
-
-    where = f"the calibration log {str(path)!r}"
-    log = parse_log(text)
-    if not log.rows:
-        raise CommlabError(f"{where} has no nccl-tests table rows: it is too short to calibrate")
-    if log.collective not in OPS:
-        raise CommlabError(f"{where} is {log.collective}, which NCCL's tuner does not model: calibrate on one of "
-                           f"{', '.join(OPS)}")
-    m = machine_at(machine, log.n_ranks, where)
-    settings = forced_settings(text)
-    if settings:
-        m = apply_forced(replace(m, algo=None, proto=None, nvls=None), settings)
-    choice = generation_for(nccl_version(text), log.format)
-    rows = [(r.size_bytes, r.fastest.time_us) for r in log.rows if r.size_bytes > 0]
-    s, t = (np.array(rows, dtype=float).T if rows else (np.array([]), np.array([])))
-    shape = LaunchShape.from_log(log)
-    fit = fit_calibration(log.collective, s, t, m, shape.gpus_per_thread if shape else 1, choice.generation,
-                          source=str(getattr(path, "name", path)), digest=digest_of(text))
-    return fit, choice
 
 
 def refuse_own_log(fit: CalibrationFit, text: str, where: str) -> None:

@@ -11,12 +11,12 @@ with the line of every table and rule there; :func:`generation_for` picks the ge
 which it assumed.
 
 The replay (:func:`replay`) is ``ncclTopoTuneModel`` and ``ncclTopoGetAlgoTime`` with the generation's numbers and
-rules, on the channels of :func:`commlab.cost.nccl_graphs.nccl_graphs` (today's search: the search changed too,
-and that is not replayed). As for the current model (:mod:`commlab.cost.nccl_predict`), NCCL picks with its own
+rules, on the channels of :func:`commlab.tuner.graphs.nccl_graphs` (today's search: the search changed too,
+and that is not replayed). As for the current model (:mod:`commlab.tuner.predict`), NCCL picks with its own
 estimate and the time is the pick's as the machine runs it: inside a node the channels move data at the links'
 total (or through host memory with P2P off), and a network hop costs what the transport really costs. The current
 generation is the predictive model itself, unchanged: :func:`replay` hands it to
-:func:`commlab.cost.nccl_predict.predict`.
+:func:`commlab.tuner.predict.predict`.
 
 >>> generation_for((2, 8, 3)).generation.name, generation_for((2, 30, 7)).generation.name
 ('2.4-2.8', '2.24-2.30')
@@ -39,14 +39,15 @@ from typing import Any
 
 import numpy as np
 
-from commlab.cost import nccl_constants as K
-from commlab.cost.launch import LaunchShape
-from commlab.cost.machine import Machine
-from commlab.cost.nccl_graphs import Graph, nccl_graphs
-from commlab.cost.nccl_predict import OPS, Prediction, predict
-from commlab.cost.networks import NET_TYPES
-from commlab.cost.shm import shm_rate_GBps
 from commlab.errors import CommlabError
+from commlab.tuner import nccl_constants as K
+from commlab.tuner.graphs import Graph, nccl_graphs
+from commlab.tuner.launch import LaunchShape
+from commlab.tuner.machine import Machine
+from commlab.tuner.networks import NET_TYPES
+from commlab.tuner.predict import Prediction, predict
+from commlab.tuner.settings import OPS, log2i, ring_steps
+from commlab.tuner.table import net_hop_us, nccl_tuning_table, realized_graph
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -55,9 +56,9 @@ else:                                                          # pragma: no cove
 
 #: the generations, oldest first (the data files' names)
 GENERATION_NAMES = ("2.4-2.8", "2.9-2.17", "2.18-2.23", "2.24-2.30")
-ALGOS, PROTOS, HWS = ("Tree", "Ring", "NVLS", "NVLSTree"), ("LL", "LL128", "Simple"), ("nvlink", "pci", "net")
-ARCH_ROWS = ("volta", "ampere", "hopper", "blackwell")
-NODE_INDEX = ("n1", "n2", "n4")
+#: the hardware rows of hwLat, and the node-count columns of the per-architecture tables (1 node, 2, more)
+HWS, NODE_INDEX = ("nvlink", "pci", "net"), ("n1", "n2", "n4")
+ALGOS, PROTOS, ARCH_ROWS = K.ALGOS, K.PROTOS, K.ARCHS
 #: the rules every generation file states, each with its line
 RULES = ("arch_index", "ampere_bus_cap_GBps", "ring_ll_factor", "ring_ll128_factor", "tree_factor", "tree_ll_factor",
          "tree_ll128_factor", "ll_intra_lat_nodes_factor", "net_overhead", "net_plugin_latency",
@@ -71,7 +72,7 @@ def _version(text: str) -> tuple[int, int]:
 
 @dataclass(frozen=True, repr=False)
 class Generation:
-    """One generation of NCCL's tuner: its tables keyed as :mod:`commlab.cost.nccl_constants` keys them, its rules,
+    """One generation of NCCL's tuner: its tables keyed as :mod:`commlab.tuner.nccl_constants` keys them, its rules,
     and where each comes from (:meth:`line`)."""
 
     name: str
@@ -247,15 +248,19 @@ def generation_for(version: tuple[int, ...] | None, log_format: str | None = Non
                             f"generation {gens[-1].name} ({gens[-1].tag})")
 
 
+def generation_note(version: tuple[int, ...] | None) -> str:
+    """A note when a named NCCL version is replayed with an older generation than the current one ("" otherwise:
+    the current generation, or no version, which :class:`GenerationChoice` reports itself)."""
+    if version is None:
+        return ""
+    choice = generation_for(version)
+    if choice.generation.current and not choice.assumed:
+        return ""
+    return (f"{choice.why}: replayed with the tuner of NCCL {choice.generation.name} ({choice.generation.tag} "
+            f"{choice.generation.source}), not today's")
+
+
 # -- the replay ----------------------------------------------------------------------------------------------------
-def _nsteps(op: str, n: int) -> int:
-    return 2 * (n - 1) if op == "all_reduce" else n - 1 if op in ("all_gather", "reduce_scatter") else n
-
-
-def _log2i(x: int) -> int:
-    return int(math.floor(math.log2(x))) if x >= 1 else 0
-
-
 def _candidates(op: str, graphs: dict, m: Machine, gen: Generation) -> list[tuple[str, str]]:
     """The enabled pairs: Tree only for all-reduce, NVLS as the generation has it (one node; NVLSTree across), LL128
     by the generation's GPU list with NVLink inside the node, within the machine's NCCL_ALGO / NCCL_PROTO."""
@@ -328,17 +333,7 @@ def _alg_bw(op: str, algo: str, bus: float, n: int) -> float:
         return bus
     if algo in ("NVLS", "NVLSTree"):
         return bus * 5.0 / 6.0                                  # v2.23.4-1 tuning.cc:224
-    return bus * (n / _nsteps(op, n) if algo == "Ring" else 0.5)
-
-
-def _hop_us(m: Machine, real: bool) -> tuple[float, float]:
-    """(latency the plugin reports or, ``real``, what a network hop costs; the extra for Simple), us."""
-    net = NET_TYPES[m.net]
-    if not real:
-        return net.reported_latency_us, net.reported_latency_us
-    if m.net_latency_us is not None:
-        return m.net_latency_us, net.simple_extra_us
-    return net.real_hop_us, net.real_simple_extra_us()
+    return bus * (n / ring_steps(op, n) if algo == "Ring" else 0.5)
 
 
 def _latency_us(op: str, algo: str, proto: str, m: Machine, gen: Generation, real: bool) -> float:
@@ -351,7 +346,7 @@ def _latency_us(op: str, algo: str, proto: str, m: Machine, gen: Generation, rea
         intra *= r["ll_intra_lat_nodes_factor"]
     net_algo = "Tree" if (ppn == 1 and r["tree_net_lat_one_gpu_per_node"]) else algo
     inter = gen.hw_lat_us[("net", net_algo, proto)]
-    hop, simple_extra = _hop_us(m, real)
+    hop, simple_extra = net_hop_us(proto, m, real)
     plugin = r["net_plugin_latency"]
     if plugin == "add" or real:                 # a real hop always costs what it costs, whatever NCCL budgets
         inter += hop + (simple_extra if proto == "Simple" else 0.0)
@@ -364,26 +359,12 @@ def _latency_us(op: str, algo: str, proto: str, m: Machine, gen: Generation, rea
         if r["net_overhead"] and nodes > 1:
             intra = max(intra, K.NET_OVERHEAD_US[m.cpu] * (3.0 if proto == "Simple" else 1.0))
         inter_steps = 0 if nodes == 1 else 2 * (nodes - 1) if op == "all_reduce" else nodes - 1
-        return lat + (_nsteps(op, n) - inter_steps) * intra + inter_steps * inter
+        return lat + (ring_steps(op, n) - inter_steps) * intra + inter_steps * inter
     if algo == "Tree":
-        return lat + 2 * ((ppn - 1) * intra + _log2i(nodes) * inter)
+        return lat + 2 * ((ppn - 1) * intra + log2i(nodes) * inter)
     if algo == "NVLS":
         return intra + (inter if nodes > 1 else 0.0)
-    return lat + intra + 2 * _log2i(nodes) * inter
-
-
-def _as_run(g: Graph, m: Machine, op: str) -> Graph:
-    """The channels as the machine runs them (the predictive model's rule, :mod:`commlab.cost.nccl_table`): inside
-    one node the links' total, or host memory with P2P off; across nodes as budgeted."""
-    if m.nodes > 1 or g.algo not in ("Ring", "Tree"):
-        return g
-    if not (m.has_nvlink or m.p2p):
-        speed = shm_rate_GBps(op, m) / g.n_channels
-        return Graph(g.algo, g.n_channels, speed, speed)
-    if g.n_channels * g.bw_intra_GBps >= m.intra_total_GBps:
-        return g
-    speed = m.intra_total_GBps / g.n_channels
-    return Graph(g.algo, g.n_channels, speed, speed)
+    return lat + intra + 2 * log2i(nodes) * inter
 
 
 @dataclass(frozen=True)
@@ -394,7 +375,7 @@ class Entry:
 
 def tuning_table(op: str, m: Machine, gen: Generation, realized: bool = False) -> dict[tuple[str, str], Entry]:
     """The generation's table for ``op`` on ``m``: (algo, proto) -> latency and algorithm bandwidth, enabled pairs
-    only; ``realized`` as the machine runs it (:func:`_as_run`, the network's real hop)."""
+    only; ``realized`` as the machine runs it (:func:`commlab.tuner.table.realized_graph`, the network's real hop)."""
     if op not in OPS:
         raise CommlabError(f"NCCL's tuner models {', '.join(OPS)}; got {op!r}")
     if m.n_ranks < 2:
@@ -402,7 +383,7 @@ def tuning_table(op: str, m: Machine, gen: Generation, realized: bool = False) -
     graphs = nccl_graphs(m)
     table = {}
     for algo, proto in _candidates(op, graphs, m, gen):
-        g = _as_run(graphs[algo], m, op) if realized else graphs[algo]
+        g = realized_graph(graphs[algo], m, op) if realized else graphs[algo]
         bus = _bus_bw(op, algo, proto, g, m, gen)
         if bus > 0:
             table[(algo, proto)] = Entry(_latency_us(op, algo, proto, m, gen, realized), _alg_bw(op, algo, bus,
@@ -435,7 +416,7 @@ def _pair_time_us(op: str, algo: str, proto: str, e: Entry, s: np.ndarray, m: Ma
 def replay(op: str, nbytes, m: Machine, gen: Generation, launch: LaunchShape | None = None,
            run_machine: Machine | None = None, nic_scale: float = 1.0) -> Prediction:
     """NCCL ``gen``'s pick per size for ``op`` on ``m`` and its time as the machine runs it; the current generation is
-    :func:`commlab.cost.nccl_predict.predict` itself. A calibration (:mod:`commlab.tuner.calibrate`) times the pick on
+    :func:`commlab.tuner.predict.predict` itself. A calibration (:mod:`commlab.tuner.calibrate`) times the pick on
     ``run_machine`` (the same machine with its real network hop) with every bandwidth across nodes at ``nic_scale``
     of what NCCL budgets (what a NIC delivers over its port speed), while NCCL still picks with what it sees on
     ``m``. The scale divides the time's bandwidth part, ``latency + (time - latency) / nic_scale``: every term but the
@@ -473,8 +454,6 @@ def replay(op: str, nbytes, m: Machine, gen: Generation, launch: LaunchShape | N
 def _latency_part_us(op: str, algo: str, proto: str, s: np.ndarray, m: Machine) -> np.ndarray:
     """The latency term of the predictive model's time of one pair on ``m`` (its realized latency, with the ring
     plateau where ncclTopoGetAlgoTime applies it, tuning.cc:647-650), per size."""
-    from commlab.cost.nccl_table import nccl_tuning_table
-
     lat = np.full(s.shape, nccl_tuning_table(op, m, realized=True)[(algo, proto)].latency_us)
     if algo == "Ring" and proto == "Simple" and m.nodes > 1 and op == "all_reduce":
         channels = min(K.MAX_CHANNELS, 2 * nccl_graphs(m)["Ring"].n_channels)            # connect.cc:460

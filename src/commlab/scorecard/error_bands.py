@@ -12,7 +12,7 @@ its kind exists, or the machine, node count or sizes lie outside what the runs c
 (:func:`band_for`) instead of inventing a band.
 
 ``benchmarks/tuner_error_bands.py`` measures the table from the held-out runs and writes it;
-``tests/unit/test_tuner_calibrate.py`` measures it again and holds the file to it.
+``tests/unit/test_heldout_logs.py`` measures it again and holds the file to it.
 
 >>> band, outside = band_for(Machine("a100", 8), "2.4-2.8")
 >>> band is not None and band.kind, outside
@@ -30,7 +30,7 @@ from importlib import resources
 
 import numpy as np
 
-from commlab.cost.machine import Machine
+from commlab.tuner.machine import Machine
 from commlab.errors import CommlabError
 
 #: the percentiles of measured / predicted a band reports
@@ -120,33 +120,34 @@ def measure_bands(runs: Iterable[HeldOutRun]) -> list[Band]:
     return bands
 
 
-def held_out_run(name: str, text: str, machine: Machine) -> HeldOutRun | None:
-    """Predict one held-out log as ``commlab nccl-tests --machine`` does (its forced settings, its launch shape,
-    the generation of its NCCL version); None for a collective NCCL's tuner does not model."""
-    from commlab.cost.launch import LaunchShape
-    from commlab.cost.nccl_env import machine_for_log, nccl_version
-    from commlab.cost.nccl_predict import OPS
-    from commlab.nccl.parse import parse_log
-    from commlab.tuner.generations import generation_for, replay
-
-    log = parse_log(text)
-    if log.collective not in OPS:
-        return None
-    m, _ = machine_for_log(machine, text)
-    assert m is not None
-    rows = [(r.size_bytes, r.fastest.time_us) for r in log.rows if r.size_bytes > 0]
-    s, t = np.array(rows, dtype=float).T
-    gen = generation_for(nccl_version(text), log.format).generation
-    p = replay(log.collective, s, m, gen, LaunchShape.from_log(log))
-    return HeldOutRun(name, m, gen.name, s, t, p.time_s * 1e6)
-
-
 @lru_cache(maxsize=1)
+def _stored() -> dict:
+    path = resources.files("commlab").joinpath("data", "nccl", "error_bands.json")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
 def stored_bands() -> tuple[Band, ...]:
     """The table ``commlab/data/nccl/error_bands.json``."""
-    path = resources.files("commlab").joinpath("data", "nccl", "error_bands.json")
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return tuple(Band.from_json(d) for d in data["bands"])
+    return tuple(Band.from_json(d) for d in _stored()["bands"])
+
+
+def held_out_goals() -> dict:
+    """How many described held-out runs the prediction meets its goals on (median <= 25%, >= 64 MiB <= 15%), as the
+    table records it: ``{"runs", "met", "missed"}``."""
+    goals = _stored()["held_out_goals"]
+    return {"runs": int(goals["runs"]), "met": int(goals["met"]), "missed": list(goals["missed"])}
+
+
+def goals_of(runs: Iterable[HeldOutRun], median_goal: float, bw_goal: float, bw_from_bytes: float) -> dict:
+    """``{"runs", "met", "missed"}`` of these runs against the predicted goals."""
+    runs = list(runs)
+    missed = []
+    for r in runs:
+        e = np.abs(r.predicted_us / r.measured_us - 1.0)
+        bw = e[r.nbytes >= bw_from_bytes]
+        if not (np.median(e) <= median_goal and (bw.size == 0 or np.median(bw) <= bw_goal)):
+            missed.append(r.name)
+    return {"runs": len(runs), "met": len(runs) - len(missed), "missed": missed}
 
 
 def band_for(m: Machine, generation: str, nbytes=None) -> tuple[Band | None, list[str]]:
