@@ -195,3 +195,71 @@ def test_the_gpu_a_calibration_runs_device_lines_name_is_held_against_the_descri
                       "#   Rank  1 Pid 2 on h device  1 [0x00] A100-PCIE-40GB") == {"h100", "a100-pcie"}
     check = C.check_pair(A100_2, "all_reduce", _choice(None), A100_2, "all_reduce", _choice(None), cal_gpu="h100")
     assert not check.went_on and "GPU is h100, the log's a100" in check.note()
+
+
+# -- the command lines ---------------------------------------------------------------------------------------------
+from commlab.cli import main  # noqa: E402
+
+SMALL = str(HELD / "19_all_reduce_A100-DGX-HDR-IB-Ring_16r.txt")
+BIG = str(HELD / "21_all_reduce_A100-DGX-4node-IB_32r.txt")
+DGX = "gpu=a100,gpus_per_node=8,nodes=4,nics_per_node=8,nic_Gbps=200,net=ib"
+
+
+def test_nccl_tests_calibrate_from_names_the_fitted_quantities_the_generation_and_the_band(capsys):
+    assert main(["nccl-tests", BIG, "--machine", DGX, "--calibrate-from", SMALL, "--json"]) == 0
+    pred = json.loads(capsys.readouterr().out)["prediction"]
+    assert pred["generation"]["generation"] == "2.4-2.8" and pred["generation"]["assumed"] is True
+    assert [q["unit"] for q in pred["calibration"]["quantities"]] == ["Gb/s", "us", "us"]
+    assert pred["calibration"]["from"] == Path(SMALL).name and pred["calibration"]["went_on"] is True
+    band = pred["error_band"]
+    assert band["band"]["kind"] == "several nodes, NVSwitch" and len(band["time_us_p10"]) == 13
+    assert pred["median_error"] <= 0.15
+    assert main(["nccl-tests", BIG, "--machine", DGX, "--calibrate-from", SMALL]) == 0
+    text = capsys.readouterr().out
+    assert "calibrated      on 19_all_reduce" in text and "error band    measured" in text
+    assert "tuner         NCCL 2.4-2.8 (v2.8.4-1 src/graph/tuning.cc)" in text
+
+
+def test_nccl_tests_calibrate_from_bad_input_is_one_line_and_exit_2(capsys):
+    assert main(["nccl-tests", BIG, "--calibrate-from", SMALL]) == 2
+    assert "--calibrate-from needs --machine DESC" in capsys.readouterr().err
+    assert main(["nccl-tests", BIG, "--machine", DGX, "--calibrate-from", BIG]) == 2
+    assert "is the calibration log itself" in capsys.readouterr().err
+    assert main(["nccl-tests", BIG, "--machine", DGX, "--calibrate-from", "no/such/log.txt"]) == 2
+    assert "cannot read --calibrate-from 'no/such/log.txt'" in capsys.readouterr().err
+
+
+def test_scorecard_calibrate_from_calibrates_the_logs_of_its_cluster_and_says_why_not_the_others(capsys):
+    assert main(["scorecard", BIG, SMALL, "--machine", "gpu=a100,gpus_per_node=8,nics_per_node=8,nic_Gbps=200,"
+                 "net=ib,nodes=4", "--calibrate-from", SMALL, "--json"]) == 2      # 19 has 16 ranks, not 32
+    capsys.readouterr()
+    assert main(["scorecard", BIG, "--machine", DGX, "--calibrate-from", SMALL, "--json"]) == 0
+    log = json.loads(capsys.readouterr().out)["logs"][0]
+    assert log["predicted"]["calibration"]["from"] == Path(SMALL).name
+    assert log["predicted"]["error_band"]["band"]["generation"] == "2.4-2.8"
+    assert main(["scorecard", BIG, "--machine", DGX, "--calibrate-from", BIG]) == 0
+    out = capsys.readouterr().out
+    assert "predicted goals on held-out runs (not shipped, no choice made on them): met on 8 of 11" in out
+
+
+def test_scorecard_refuses_to_calibrate_a_log_on_itself_and_scores_it_uncalibrated():
+    from commlab.scorecard.scorecard import score_file
+
+    small = read_small_run(BIG, parse_machine(DGX))
+    sc = score_file(BIG, parse_machine(DGX), small_run=small)
+    assert sc.prediction_info["calibration"] is None and "not calibrated: the log is the calibration log itself" \
+        in sc.machine_note
+
+
+def test_cluster_cost_calibrate_from_adds_the_calibrated_pick_with_its_quantities(capsys):
+    small = str(ROOT / "src/commlab/data/nccl/nccl-tests/09_all_reduce_H100-p5-EFA_16r.txt")
+    assert main(["cluster", "cost", "all_reduce", "--nbytes", "1G", "--preset", "aws-p5", "--nodes", "8",
+                 "--calibrate-from", small, "--json"]) == 0
+    cal = json.loads(capsys.readouterr().out)["calibrated"]
+    assert cal["pair"].startswith("NVLS") and cal["time_us"] > 0
+    assert {q["name"] for q in cal["calibration"]["quantities"]} == {"nic_delivered_Gbps", "net_hop_us",
+                                                                   "launch_us_per_gpu"}
+    assert any("at most 2 node(s), this machine 8" in n for n in cal["notes"])
+    assert main(["cluster", "cost", "all_to_all", "--nbytes", "1G", "--preset", "aws-p5", "--nodes", "8",
+                 "--calibrate-from", small]) == 2
+    assert "grouped send/recv" in capsys.readouterr().err

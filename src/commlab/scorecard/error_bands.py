@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 import numpy as np
@@ -120,9 +120,9 @@ def measure_bands(runs: Iterable[HeldOutRun]) -> list[Band]:
     return bands
 
 
-@lru_cache(maxsize=1)
+@cache
 def _stored() -> dict:
-    path = resources.files("commlab").joinpath("data", "nccl", "error_bands.json")
+    path = resources.files("commlab") / "data" / "nccl" / "error_bands.json"
     return json.loads(path.read_text(encoding="utf-8"))
 
 

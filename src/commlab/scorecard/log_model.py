@@ -11,6 +11,7 @@ forces (NCCL_ALGO, NCCL_PROTO, ...).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,6 +21,9 @@ from commlab.nccl.settings import forced_settings, nccl_version
 from commlab.tuner.machine import Machine
 from commlab.tuner.generations import generation_note
 from commlab.tuner.settings import apply_forced
+
+if TYPE_CHECKING:                                   # scorecard.calibration is imported where it is used
+    from commlab.scorecard.calibration import LogPrediction
 
 
 def machine_for_log(machine: Machine | None, text: str) -> tuple[Machine | None, str]:
@@ -49,7 +53,7 @@ class LogModelReport:
     """|fitted / measured - 1| over the rows fitted."""
     predicted_errors: np.ndarray
     choice_source: str
-    log_prediction: object = None
+    log_prediction: LogPrediction | None = None
     """The :class:`commlab.scorecard.calibration.LogPrediction` behind the predicted column (its generation,
     calibration and error band), or None."""
 
@@ -148,10 +152,9 @@ def model_report(log, tuning, machine: Machine | None = None, text: str = "", sm
         row: dict[str, object] = {"model_time_us": model_time_us, "regime": label}
         row["chosen"] = _chosen(nccl[i], pred, i, label)
         if machine is not None:
-            ok = pred is not None
-            row["predicted_time_us"] = float(pred.time_s[i]) * 1e6 if ok else None
-            row["predicted_algo"] = str(pred.algo[i]) if ok else None
-            row["predicted_proto"] = str(pred.proto[i]) if ok else None
+            row["predicted_time_us"] = float(pred.time_s[i]) * 1e6 if pred is not None else None
+            row["predicted_algo"] = str(pred.algo[i]) if pred is not None else None
+            row["predicted_proto"] = str(pred.proto[i]) if pred is not None else None
         rows.append(row)
     errors = relative_errors(fit.time_s(sizes[used]), times[used] * 1e-6) if fit is not None else np.array([])
     perr = relative_errors(pred.time_s[used], times[used] * 1e-6) if pred is not None else np.array([])

@@ -11,11 +11,13 @@ on one or two nodes measures them. The fitted quantities, at most three, each wi
   :mod:`commlab.tuner.launch`: ``gpus_per_thread x launch_us``).
 
 NCCL still picks with what it sees (the port speed, the latency its plugin reports); the calibration changes only
-how the pick runs (:func:`commlab.tuner.generations.replay`, ``run_machine`` and ``nic_scale``). A quantity is fitted only where the
-run shows it: one node shows no network, so a 1-node run fits the launch floor alone and says so. The fit is a
-coordinate search, each quantity on the rows where it matters (the NIC on sizes >= 64 MiB, the hop on 64 KiB to 64
-MiB, the floor on the smallest sizes), least median relative time error, twice round; the grids are in
-:data:`NIC_FRACTIONS`, :data:`HOP_GRID_US`.
+how the pick runs (:func:`commlab.tuner.generations.replay`, ``run_machine`` and ``nic_scale``): every bandwidth
+across nodes at delivered / port of NCCL's budget, every network hop at the fitted cost, no time below the fitted
+floor. A quantity is fitted only where the run shows it: one node shows no network, so a 1-node run fits the launch
+floor alone and says so. The fit is a coordinate search, twice round, each quantity on the rows where it matters
+(the NIC on sizes >= 64 MiB, the hop below 64 MiB, the floor up to 64 KiB) by the least mean relative time error
+there, ties broken by the median over all rows; the grids are :data:`NIC_FRACTIONS` (a port delivers at most its
+speed), :data:`HOP_GRID_US` and the measured times of the smallest sizes.
 
 >>> from commlab.tuner.machine import parse_machine
 >>> import numpy as np

@@ -29,10 +29,9 @@ generation is the predictive model itself, unchanged: :func:`replay` hands it to
 """
 from __future__ import annotations
 
-import math
 import sys
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from types import MappingProxyType
 from typing import Any
@@ -192,13 +191,13 @@ def _parse(data: dict[str, Any], where: str) -> Generation:
         raise CommlabError(f"{where}: not a generation of NCCL's tuner ({type(exc).__name__}: {exc})") from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_generation(name: str) -> Generation:
     """The generation ``name`` (one of :data:`GENERATION_NAMES`), read from its data file."""
     if name not in GENERATION_NAMES:
         raise CommlabError(f"unknown NCCL tuner generation {name!r}; the generations are: "
                            f"{', '.join(GENERATION_NAMES)}")
-    path = resources.files("commlab").joinpath("data", "nccl", "generations", f"{name}.toml")
+    path = resources.files("commlab") / "data" / "nccl" / "generations" / f"{name}.toml"
     return _parse(tomllib.loads(path.read_text(encoding="utf-8")), f"generations/{name}.toml")
 
 
