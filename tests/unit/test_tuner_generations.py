@@ -97,6 +97,10 @@ def test_the_replay_with_todays_numbers_is_the_predictive_model_on_one_node(desc
     assert ours.pairs() == theirs.pairs()
     np.testing.assert_allclose(ours.time_s, theirs.time_s, rtol=1e-12)
     np.testing.assert_allclose(ours.nccl_time_us, theirs.nccl_time_us, rtol=1e-12)
+    assert set(ours.table) == set(theirs.table)
+    for pair in theirs.table:                     # every enabled pair, not only the picked ones
+        np.testing.assert_allclose(ours.nccl_table[pair], theirs.nccl_table[pair], rtol=1e-12)
+        np.testing.assert_allclose(ours.table[pair], theirs.table[pair], rtol=1e-12)
 
 
 @pytest.mark.parametrize("op", ["all_gather", "reduce_scatter", "broadcast", "reduce"])
@@ -104,8 +108,10 @@ def test_the_replay_with_todays_numbers_is_the_predictive_model_on_one_node(desc
 def test_the_replay_with_todays_numbers_is_the_predictive_model_across_nodes_for_rings(op, nodes):
     m = parse_machine(f"gpu=a100,gpus_per_node=8,nodes={nodes},nics_per_node=8,nic_Gbps=200,net=ib")
     ours, theirs = G.replay(op, SIZES, m, GENERIC_NOW), predict(op, SIZES, m)
-    assert ours.pairs() == theirs.pairs()
+    assert ours.pairs() == theirs.pairs() and set(ours.table) == set(theirs.table)
     np.testing.assert_allclose(ours.time_s, theirs.time_s, rtol=1e-12)
+    for pair in theirs.table:
+        np.testing.assert_allclose(ours.table[pair], theirs.table[pair], rtol=1e-12)
 
 
 def test_the_current_generation_is_handed_to_the_predictive_model_unchanged():

@@ -58,6 +58,9 @@ GENERATION_NAMES = ("2.4-2.8", "2.9-2.17", "2.18-2.23", "2.24-2.30")
 #: the hardware rows of hwLat, and the node-count columns of the per-architecture tables (1 node, 2, more)
 HWS, NODE_INDEX = ("nvlink", "pci", "net"), ("n1", "n2", "n4")
 ALGOS, PROTOS, ARCH_ROWS = K.ALGOS, K.PROTOS, K.ARCHS
+#: a Tree all-reduce takes the correction factor of log2(bytes / 64) below 23 in every generation (v2.8.4-1
+#: tuning.cc:278, v2.23.4-1:458, v2.30.7-1:640; 2.30's 24th entry serves NVLSTree, :643)
+TREE_CORRECTION_BELOW = 23
 #: the rules every generation file states, each with its line
 RULES = ("arch_index", "ampere_bus_cap_GBps", "ring_ll_factor", "ring_ll128_factor", "tree_factor", "tree_ll_factor",
          "tree_ll128_factor", "ll_intra_lat_nodes_factor", "net_overhead", "net_plugin_latency",
@@ -399,7 +402,7 @@ def _pair_time_us(op: str, algo: str, proto: str, e: Entry, s: np.ndarray, m: Ma
     bw = np.full(s.shape, e.algbw_GBps)
     lat = np.full(s.shape, e.latency_us)
     if algo == "Tree" and op == "all_reduce":
-        factors = np.asarray(gen.tree_correction[proto])
+        factors = np.asarray(gen.tree_correction[proto])[:TREE_CORRECTION_BELOW]
         log_size = np.floor(np.log2(np.maximum(s, 1) / 64.0))
         idx = np.clip(log_size, 0, len(factors) - 1).astype(int)
         bw = np.where((log_size >= 0) & (log_size < len(factors)), bw * factors[idx], bw)
