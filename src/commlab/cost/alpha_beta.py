@@ -8,6 +8,7 @@ a curve over 10^5 sizes is one call. N is the number of ranks; D = ceil(log2 N) 
 | --- | --- | --- |
 | ring all-reduce | 2(N-1)(alpha + S/(N B)) | Patarasuk and Yuan, JPDC 2009; Thakur et al., IJHPCA 2005 |
 | ring reduce-scatter / all-gather | (N-1)(alpha + S/(N B)), S the whole buffer | same |
+| bidirectional ring all-reduce | 2(N-1)(alpha + S/(N min(2B, B_port))): two rings of S/2, one each way | see below |
 | binary tree all-reduce | 2 D (alpha + S/B): reduce up, broadcast down, whole buffer each hop | textbook |
 | pipelined binary tree, k pieces | (2D + k - 1)(alpha + 3 S/(k B)) | see below |
 | double binary tree, k pieces | (2D + k - 1)(alpha + 2 S/(k B)) | Sanders, Speck, Traeff 2009; NCCL 2.4 |
@@ -21,6 +22,14 @@ bandwidth. In NCCL's double binary tree each rank is an inner node in one tree a
 each tree carries half the data: 2 S/(k B) per stage, whose limit 2S/B matches the ring's 2(N-1)/N * S/B as N
 grows. When ``n_chunks`` is None the number of pieces minimising the time is used:
 k* = sqrt((2D - 1) c S / (alpha B)), giving (sqrt((2D - 1) alpha) + sqrt(c S / B))^2.
+
+A bidirectional ring runs two rings on the two halves of the buffer, one in each direction, so each step every
+rank sends S/(2N) to each neighbour: with a full-duplex point-to-point link of B each way to each neighbour
+(a torus, a chain of bridged cards) both directions of every link work and the step's bandwidth term halves.
+A rank whose sends all leave through one port of B_port (a GPU behind a switch) sends S/N a step whatever the
+direction, so it gains only where 2B exceeds B_port: the step costs alpha + S/(N min(2B, B_port)). With N = 2
+both neighbours are one rank and one link: no gain (Patarasuk and Yuan 2009 bound every all-reduce by
+2(N-1)/N S / (bandwidth out of a rank); the two rings reach it with both links).
 
 >>> float(ring_all_reduce_time_s(14e9, 8, 0.0, 450e9))   # 7B FP16 gradients on NVLink 4: chapter 09
 0.05444444444444444
@@ -63,6 +72,24 @@ def ring_all_reduce_time_s(nbytes, n_ranks, alpha_s, bw_Bps):
     """2(N-1)(alpha + S/(N B))."""
     s, n, a, b = _prepare(nbytes, n_ranks, alpha_s, bw_Bps)
     return 2 * (n - 1) * (a + s / (n * b))
+
+
+def bidirectional_ring_all_reduce_time_s(nbytes, n_ranks, alpha_s, bw_Bps, port_Bps=None):
+    """2(N-1)(alpha + S/(N min(2B, B_port))): two rings, one each way, on S/2 each (chapter 05). ``bw_Bps`` is
+    one direction of the link to each neighbour; ``port_Bps`` caps what a rank sends in all (None: no cap, every
+    neighbour has its own link). With N <= 2 both rings share the one link: the one-way ring's time.
+
+    >>> round(float(bidirectional_ring_all_reduce_time_s(14e9, 8, 0.0, 450e9)) * 1e3, 2)    # ms, own links
+    27.22
+    >>> round(float(bidirectional_ring_all_reduce_time_s(14e9, 8, 0.0, 450e9, port_Bps=450e9)) * 1e3, 2)
+    54.44
+    """
+    s, n, a, b = _prepare(nbytes, n_ranks, alpha_s, bw_Bps)
+    if port_Bps is not None and not (isinstance(port_Bps, (int, float)) and port_Bps > 0):
+        raise CommlabError(f"port_Bps must be a number > 0 (or None for a link per neighbour), got {port_Bps!r}")
+    out = 2 * b if port_Bps is None else np.minimum(2 * b, float(port_Bps))
+    out = np.where(n > 2, out, b)
+    return 2 * (n - 1) * (a + s / (n * out))
 
 
 def ring_reduce_scatter_time_s(nbytes, n_ranks, alpha_s, bw_Bps):

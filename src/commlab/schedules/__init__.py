@@ -1,6 +1,7 @@
 """Algorithms as explicit schedules of transfers, run on numpy buffers (chapters 05 and 06).
 
-Rings (:mod:`~commlab.schedules.ring`), binary and double binary trees (:mod:`~commlab.schedules.tree`), the
+Rings (:mod:`~commlab.schedules.ring`: one way, and the bidirectional pair), binary and double binary trees
+(:mod:`~commlab.schedules.tree`), the
 naive central reduce and recursive doubling (:mod:`~commlab.schedules.central`), Rabenseifner's halving and
 doubling (:mod:`~commlab.schedules.halving_doubling`) and NCCL's PAT-style log-step all-gather and
 reduce-scatter (:mod:`~commlab.schedules.pat`).
@@ -22,7 +23,7 @@ from commlab.schedules.execute import Run, bytes_sent_per_rank, expected, run
 from commlab.schedules.model import Schedule, Transfer, chunk_bounds, steps_from
 from commlab.schedules.trace import Departure, compare_trace, describe_step, describe_transfer
 
-ALGORITHMS = ("ring-reduce-scatter", "ring-all-gather", "ring-all-reduce", "tree-all-reduce",
+ALGORITHMS = ("ring-reduce-scatter", "ring-all-gather", "ring-all-reduce", "bidir-ring-all-reduce", "tree-all-reduce",
               "double-tree-all-reduce", "naive-all-reduce", "recursive-doubling-all-reduce",
               "halving-doubling-all-reduce", "pat-reduce-scatter", "pat-all-gather")
 #: The most ranks a schedule is built for.
@@ -32,7 +33,7 @@ MAX_RANKS = 4096
 #: hundred MB, and one on 4096 ranks (33.5 million) would not fit in memory.
 MAX_TRANSFERS = 2_100_000
 #: Transfers per rank pair of the rings: N - 1 steps of N transfers per pass (reduce-scatter, all-gather).
-_RING_PASSES = {"ring-reduce-scatter": 1, "ring-all-gather": 1, "ring-all-reduce": 2}
+_RING_PASSES = {"ring-reduce-scatter": 1, "ring-all-gather": 1, "ring-all-reduce": 2, "bidir-ring-all-reduce": 4}
 
 __all__ = ["ALGORITHMS", "Departure", "Run", "Schedule", "Transfer", "build", "bytes_sent_per_rank",
            "chunk_bounds", "compare_trace", "describe_step", "describe_transfer", "expected", "run"]
@@ -52,7 +53,8 @@ def quadratic_transfers(algorithm: str, n_ranks: int) -> int | None:
     """How many transfers a schedule whose transfers grow as N squared holds, without building it; None for
     the others (trees, naive, recursive doubling: O(N log N) transfers at most, cheap at any N up to MAX_RANKS).
 
-    A transfer moves one chunk. Rings: passes x (N - 1) steps x N. PAT all-gather / reduce-scatter: every rank
+    A transfer moves one chunk. Rings: passes x (N - 1) steps x N (the bidirectional ring: 2 rings x 2 passes).
+    PAT all-gather / reduce-scatter: every rank
     sends each of the N - 1 other chunks once, N(N - 1). Rabenseifner's halving-doubling on p = 2^floor(log2 N)
     ranks: 2p(p - 1) (each rank sends p/2 + p/4 + ... + 1 = p - 1 chunks in each half), plus the N - p extra
     ranks' p chunks folded in before and handed back after, 2(N - p)p.
@@ -108,6 +110,8 @@ def build(algorithm: str, n_ranks: int) -> Schedule:
         return Schedule(algorithm, "all_gather", n, n, tuple(ring.all_gather_steps(n)))
     if algorithm == "ring-all-reduce":
         return Schedule(algorithm, "all_reduce", n, n, tuple(ring.all_reduce_steps(n)))
+    if algorithm == "bidir-ring-all-reduce":
+        return Schedule(algorithm, "all_reduce", n, 2 * n, tuple(ring.bidirectional_all_reduce_steps(n)))
     if algorithm in ("tree-all-reduce", "double-tree-all-reduce"):
         if algorithm == "double-tree-all-reduce" and n == 1:
             return Schedule(algorithm, "all_reduce", 1, 2, ())

@@ -24,7 +24,7 @@ from commlab.viz.scene import CAPTION_IN, Scene
 from commlab.viz.style import use_book_style
 
 TREE_ALGORITHMS = ("tree-all-reduce", "double-tree-all-reduce")
-RING_ALGORITHMS = ("ring-reduce-scatter", "ring-all-gather", "ring-all-reduce")
+RING_ALGORITHMS = ("ring-reduce-scatter", "ring-all-gather", "ring-all-reduce", "bidir-ring-all-reduce")
 #: Drawn with ranks on a circle: the rings, and (generic view) naive and recursive doubling.
 CIRCLE_ALGORITHMS = RING_ALGORITHMS + ("naive-all-reduce", "recursive-doubling-all-reduce")
 #: Lines of the caption drawn inside the figure; ``.caption`` keeps every word.
@@ -199,7 +199,8 @@ class ScheduleAnimation:
 
 
 class RingAnimation(ScheduleAnimation):
-    """Ranks on a circle: the ring reduce-scatter, all-gather and all-reduce (and naive, recursive doubling)."""
+    """Ranks on a circle: the ring reduce-scatter, all-gather and all-reduce, the bidirectional ring (two rings,
+    one each way, on 2N chunks), and naive and recursive doubling."""
 
     algorithms = CIRCLE_ALGORITHMS
 

@@ -132,6 +132,11 @@ def _volume_growth(rng) -> Worked:
     return Worked(question, ratio, solution, mistakes, params={"small": small, "large": large})
 
 
+def _mb(nbytes: float) -> str:
+    """A size in decimal MB, the unit the answer is asked in ("2.918 MB", never "2.783 MiB" beside "512 KB")."""
+    return f"{num(nbytes / units.MB)} MB"
+
+
 def _half_busbw(rng) -> Worked:
     link = hardware.link(pick(rng, _LINKS))
     limit = largest_group(link.name)
@@ -140,13 +145,15 @@ def _half_busbw(rng) -> Worked:
     s_half = n * a_step * bw                                           # busbw = B / (1 + N alpha B / S)
     t_s = float(cost.ring_all_reduce_time_s(s_half, n, a_step, bw))
     assert abs(float(cost.busbw_GBps("all_reduce", s_half, t_s, n)) / link.unidir_GBps - 0.5) < 1e-9
-    question = (f"A ring all-reduce on {n} GPUs over {link.title} (B = {rate(bw)} one way). The wire's latency is "
+    where = (f"{n} servers of one GPU each, joined by {link.title} (one card per server, " if limit is None
+             else f"{n} GPUs over {link.title} (")
+    question = (f"A ring all-reduce on {where}B = {rate(bw)} one way). The wire's latency is "
                 f"{num(a_wire * 1e6)} us, but one step of a real ring costs alpha_step = {num(a_step * 1e6)} us "
                 "(NCCL's own per-hop cost for Ring/Simple). With t = 2(N-1)(alpha_step + S/(N B)), from what size S "
                 "does nccl-tests' busbw reach half of B? Give S in MB.")
     solution = (f"busbw = S/t x 2(N-1)/N = S / (N alpha + S/B) = B / (1 + N alpha B / S): half of B where "
-                f"S = N alpha B = {n} x {duration(a_step)} x {rate(bw)} = {size(s_half)}. With the wire's latency the "
-                f"same formula gives {size(n * a_wire * bw)}, {num(a_step / a_wire, 3)} times too early.")
+                f"S = N alpha B = {n} x {duration(a_step)} x {rate(bw)} = {_mb(s_half)}. With the wire's latency the "
+                f"same formula gives {_mb(n * a_wire * bw)}, {num(a_step / a_wire, 3)} times too early.")
     mistakes = (Mistake(a_wire / a_step, "used the wire's latency", "a step of a real collective costs "
                         "alpha_step (launch, protocol, flags), not the wire's latency"),
                 Mistake(1 / n, "N left out", "busbw = B / (1 + N alpha B / S): S_1/2 = N alpha B"),
