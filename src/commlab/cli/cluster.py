@@ -2,14 +2,18 @@
 
   commlab cluster list [--json]
   commlab cluster show PRESET [--json]
-  commlab cluster cost OP --nbytes SIZE --preset PRESET --nodes N [--algo ALGO|all] [--json]
+  commlab cluster cost OP --nbytes SIZE --preset PRESET --nodes N [--algo ALGO|all] [--calibrate-from SMALL_LOG]
+                       [--json]
   commlab cluster export --format astra-sim PRESET [--out DIR] [--nodes N] [--algo ALGO]
 
 ``cost`` times OP (all_reduce, all_gather, reduce_scatter, broadcast, reduce, all_to_all, scatter, gather) of
 SIZE bytes (nccl-tests' size column) on N nodes of the preset with each algorithm (``ring``, ``tree``,
 ``nvls-tree``, ``nvls-ring``, ``collnet-direct``, ``collnet-chain``, ``nvls-sharp``, ``rabenseifner``, ``pat``,
 ``flat-ring``, ``direct``; ``all`` by default); ``--json`` gives per algorithm ``time_us``, ``busbw_GBps`` and
-``bottleneck`` ("level: link"), or ``why`` it cannot run there. ``export`` writes the network and system files
+``bottleneck`` ("level: link"), or ``why`` it cannot run there. ``--calibrate-from SMALL_LOG`` (a 1- or 2-node
+nccl-tests run on the same cluster) fits what its NICs deliver, its network hop and its launch floor and adds NCCL's
+pick timed with them ("calibrated": the fitted quantities with their units, the time, the error band of its kind).
+``export`` writes the network and system files
 ASTRA-sim's analytical backend reads for the same cluster.
 """
 from __future__ import annotations
@@ -36,6 +40,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     cost.add_argument("--preset", required=True, metavar="PRESET", help="a cluster preset (commlab cluster list)")
     cost.add_argument("--nodes", required=True, metavar="N", help="number of nodes")
     cost.add_argument("--algo", default="all", metavar="ALGO", help="an algorithm, a comma list, or all (default)")
+    cost.add_argument("--calibrate-from", default=None, metavar="SMALL_LOG", dest="calibrate_from",
+                      help="calibrate NCCL's pick on a 1- or 2-node nccl-tests run of this cluster")
     cost.add_argument("--json", action="store_true", help="print JSON to stdout")
     export = verbs.add_parser("export", help="write the cluster as a simulator's input files")
     export.add_argument("preset", metavar="PRESET")
@@ -100,8 +106,12 @@ def _cost(args) -> int:
         raise CommlabError(f"--nbytes must be a size > 0, got {args.nbytes!r}")
     c = preset(args.preset)
     result = cluster_cost(args.op, [nbytes], c, c.check_nodes(args.nodes), args.algo)
+    calibrated = _calibrated(args, result, nbytes) if getattr(args, "calibrate_from", None) else None
     if args.json:
-        print_json(_cost_json(result))
+        out = _cost_json(result)
+        if calibrated is not None:
+            out["calibrated"] = calibrated
+        print_json(out)
         return 0
     shown = format_nbytes(nbytes, binary=nbytes % 1024 == 0)
     print(f"{result.op} of {shown} on {result.nodes} nodes of {c.name} ({result.n_ranks} GPUs)")
@@ -114,7 +124,40 @@ def _cost(args) -> int:
             print(f"  {name:<15s} {'-':>10s} {'-':>11s}  cannot run: {a.why}")
     if result.nccl_pick:
         print(f"NCCL's default pick: {result.nccl_pick[0]}; fastest here: {result.fastest()[0]}")
+    if calibrated is not None:
+        fitted = ", ".join(f"{q['name']} = {q['value']:g} {q['unit']}" for q in calibrated["calibration"]["quantities"]
+                           if q["fitted"]) or "nothing fitted"
+        print(f"calibrated on {calibrated['calibration']['from']} ({fitted}): NCCL's pick {calibrated['pair']} "
+              f"{format_time(calibrated['time_us'] * 1e-6)} on the preset's machine (the fabric above is not "
+              f"calibrated)")
+        for note in calibrated["notes"]:
+            print(f"  note: {note}")
     return 0
+
+
+def _calibrated(args, result, nbytes: float) -> dict:
+    """NCCL's pick on the preset's machine at these nodes, calibrated on ``--calibrate-from``: its time, the fit,
+    what differed and the error band of its kind (:mod:`commlab.scorecard.calibration`)."""
+    from commlab.errors import CommlabError
+    from commlab.scorecard.calibration import read_small_run
+    from commlab.scorecard.error_bands import band_json
+    from commlab.tuner.calibrate import check_pair, predict_calibrated
+    from commlab.tuner.generations import generation_for
+    from commlab.tuner.settings import OPS
+
+    if result.op not in OPS:
+        raise CommlabError(f"--calibrate-from calibrates NCCL's tuned collectives ({', '.join(OPS)}); {result.op} is "
+                           f"grouped send/recv")
+    machine = result.shape.machine
+    small = read_small_run(args.calibrate_from, machine)
+    choice = generation_for(None)
+    check = check_pair(small.fit.machine, small.fit.collective, small.choice, machine, result.op, choice)
+    if not check.went_on:
+        raise CommlabError(f"--calibrate-from {small.fit.source}: {check.note()}")
+    p = predict_calibrated(result.op, [nbytes], machine, small.fit.calibration, 1, choice.generation)
+    band = band_json(machine, choice.generation.name, [nbytes])
+    return {"calibration": small.to_json(check), "pair": p.pairs()[0], "time_us": float(p.time_s[0] * 1e6),
+            "error_band": band, "notes": ([check.note()] if check.note() else []) + band["outside_checked"]}
 
 
 def _export(args) -> int:

@@ -1,11 +1,14 @@
-"""``commlab nccl-tests LOG... [--ranks N] [--link NAME] [--machine DESC] [--plot FILE] [--json]``: read
-nccl-tests logs and say what they show.
+"""``commlab nccl-tests LOG... [--ranks N] [--link NAME] [--machine DESC [--calibrate-from SMALL_LOG]] [--plot FILE]
+[--json]``: read nccl-tests logs and say what they show.
 
 Prints the collective, N, the peak busbw, the size where busbw first reaches half its peak, the fitted alpha
 and beta, the average bus bandwidth, the protocol-aware model's regimes (each alpha and bandwidth, where it
 switches, its median and 90th-percentile error) and, with ``--link``, the peak as a percentage of the link's
 unidirectional bandwidth with a verdict; ``--machine`` adds the time NCCL's model predicts for the machine
-described (e.g. gpu=h100,gpus_per_node=8). ``--plot FILE`` (.png, .svg, .pdf) draws every LOG given, overlaid,
+described (e.g. gpu=h100,gpus_per_node=8), with the tuner of the NCCL version the log names (or the one its
+format implies, which it says), and the error band measured on held-out runs of its kind; ``--calibrate-from
+SMALL_LOG`` fits what the NICs deliver, the network hop and the launch floor on a small run of the same cluster
+first (never on LOG itself). ``--plot FILE`` (.png, .svg, .pdf) draws every LOG given, overlaid,
 with the link's roof. ``LOG`` may be ``-`` for standard input.
 """
 from __future__ import annotations
@@ -31,6 +34,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--machine", default=None, metavar="DESC",
                    help="predict each row's time from this machine (gpu=h100,gpus_per_node=8,...); "
                         "'--machine help' lists the fields")
+    p.add_argument("--calibrate-from", default=None, metavar="SMALL_LOG", dest="calibrate_from",
+                   help="calibrate the prediction on a 1- or 2-node run of the same cluster (needs --machine)")
     p.add_argument("--plot", default=None, metavar="FILE", help="draw the log(s) with the link's roof into FILE")
     p.add_argument("--json", action="store_true", help="print JSON instead of text (a list for several LOGs)")
     return p
@@ -79,7 +84,7 @@ def _load(path: str, args):
     machine, forced = machine_for_log(args.machine_obj, text)
     if forced:
         log.notes.append(forced)
-    report = model_report(log, read_tuning(text), machine)
+    report = model_report(log, read_tuning(text), machine, text, args.small_run)
     return {"path": path, "log": log, "summary": summary, "verdict": judged, "model": report}
 
 
@@ -181,6 +186,11 @@ def run(args) -> int:
 
         link(args.link)  # an unknown name fails before the file is read
     args.machine_obj = _machine(args.machine)
+    args.small_run = None
+    if getattr(args, "calibrate_from", None) is not None:
+        from commlab.scorecard.calibration import read_small_run
+
+        args.small_run = read_small_run(args.calibrate_from, args.machine_obj)
     if args.plot is not None:
         from commlab.viz.nccl_tests_plot import FORMATS
 

@@ -11,6 +11,7 @@ forces (NCCL_ALGO, NCCL_PROTO, ...).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -18,19 +19,23 @@ from commlab.cost.protocol_fit import ProtocolFit, fit_protocol_model, relative_
 from commlab.errors import CommlabError
 from commlab.nccl.settings import forced_settings, nccl_version
 from commlab.tuner.machine import Machine
-from commlab.tuner.settings import apply_forced, version_note
+from commlab.tuner.generations import generation_note
+from commlab.tuner.settings import apply_forced
+
+if TYPE_CHECKING:                                   # scorecard.calibration is imported where it is used
+    from commlab.scorecard.calibration import LogPrediction
 
 
 def machine_for_log(machine: Machine | None, text: str) -> tuple[Machine | None, str]:
     """``machine`` with what the log's text forces (:func:`commlab.nccl.settings.forced_settings`,
     :func:`commlab.tuner.settings.apply_forced`), and a note saying what was applied and whether the log's NCCL is
-    older than the model follows (:func:`commlab.tuner.settings.version_note`); "" when there is nothing to say,
-    or no machine."""
+    replayed with an older generation of NCCL's tuner (:func:`commlab.tuner.generations.generation_note`); "" when
+    there is nothing to say, or no machine."""
     if machine is None:
         return None, ""
     settings = forced_settings(text)
     forced = apply_forced(machine, settings) if settings else machine
-    notes = [version_note(nccl_version(text))]
+    notes = [generation_note(nccl_version(text))]
     if forced != machine:
         shown = ", ".join(f"{k}={v}" for k, v in settings.items())
         notes.insert(0, f"the log sets {shown}: NCCL considers only what it leaves on ({forced.describe()})")
@@ -48,6 +53,9 @@ class LogModelReport:
     """|fitted / measured - 1| over the rows fitted."""
     predicted_errors: np.ndarray
     choice_source: str
+    log_prediction: LogPrediction | None = None
+    """The :class:`commlab.scorecard.calibration.LogPrediction` behind the predicted column (its generation,
+    calibration and error band), or None."""
 
     def model_json(self) -> dict | None:
         if self.fit is None:
@@ -64,8 +72,11 @@ class LogModelReport:
         if self.machine is None:
             return None
         e = self.predicted_errors
-        return {"machine": self.machine.describe(), "error": self.prediction_problem,
-                "median_error": float(np.median(e)) if e.size else None}
+        out = {"machine": self.machine.describe(), "error": self.prediction_problem,
+               "median_error": float(np.median(e)) if e.size else None}
+        if self.log_prediction is not None:
+            out.update(self.log_prediction.to_json())
+        return out
 
     def text_lines(self) -> list[str]:
         if self.fit is None:
@@ -83,6 +94,8 @@ class LogModelReport:
             else:
                 e = self.predicted_errors
                 out.append(f"predicted       {self.machine.describe()}: median error {100 * np.median(e):.1f}%")
+            if self.log_prediction is not None:
+                out += self.log_prediction.text_lines()
         return out
 
 
@@ -93,10 +106,11 @@ def _fit(s: np.ndarray, t_us: np.ndarray) -> tuple[ProtocolFit | None, str | Non
         return None, str(exc)
 
 
-def _prediction(log, s: np.ndarray, machine: Machine | None):
-    """The predictive model on the log's sizes, with the run's launch shape (nccl-tests' -g, read from the log)."""
-    from commlab.tuner.launch import LaunchShape
-    from commlab.tuner.predict import OPS, predict
+def _prediction(log, s: np.ndarray, machine: Machine | None, text: str = "", small_run=None):
+    """The predictive model on the log's sizes: the tuner of the log's NCCL generation, the run's launch shape
+    (nccl-tests' -g, read from the log), calibrated with ``small_run`` (:mod:`commlab.scorecard.calibration`)."""
+    from commlab.scorecard.calibration import predict_log
+    from commlab.tuner.settings import OPS
 
     if machine is None:
         return None, None
@@ -105,7 +119,7 @@ def _prediction(log, s: np.ndarray, machine: Machine | None):
                            f"(gpus_per_node x nodes = {machine.gpus_per_node} x {machine.nodes})")
     if log.collective not in OPS:
         return None, f"no prediction: {log.collective} is grouped send/recv, which NCCL's tuner does not model"
-    return predict(log.collective, s, machine, launch=LaunchShape.from_log(log)), None
+    return predict_log(log, text, s, machine, small_run), None
 
 
 def _chosen(nccl, pred, i: int, label: str | None) -> dict | None:
@@ -118,15 +132,17 @@ def _chosen(nccl, pred, i: int, label: str | None) -> dict | None:
     return {"algo": None, "proto": label, "source": "model"} if label else None
 
 
-def model_report(log, tuning, machine: Machine | None = None) -> LogModelReport:
+def model_report(log, tuning, machine: Machine | None = None, text: str = "", small_run=None) -> LogModelReport:
     """Fit, attribute and (with ``machine``) predict every row of ``log``; ``tuning`` from
-    :func:`commlab.nccl.tuning.read_tuning` on the same text."""
+    :func:`commlab.nccl.tuning.read_tuning` on the same ``text`` (whose NCCL version picks the tuner's generation);
+    ``small_run`` (:func:`commlab.scorecard.calibration.read_small_run`) calibrates the prediction."""
     from commlab.nccl.tuning import choices_for_sizes
 
     sizes = np.array([r.size_bytes for r in log.rows], dtype=float)
     times = np.array([r.fastest.time_us for r in log.rows], dtype=float)   # records.Row.fastest: why
     fit, problem = _fit(sizes, times)
-    pred, pred_problem = _prediction(log, sizes, machine)
+    log_pred, pred_problem = _prediction(log, sizes, machine, text, small_run)
+    pred = None if log_pred is None else log_pred.prediction
     nccl = choices_for_sizes(tuning, sizes, log.collective, log.n_ranks) if tuning else [None] * len(sizes)
     sources = {c.source for c in nccl if c is not None} or ({"predicted"} if pred is not None else set())
     rows, used = [], sizes > 0
@@ -136,12 +152,11 @@ def model_report(log, tuning, machine: Machine | None = None) -> LogModelReport:
         row: dict[str, object] = {"model_time_us": model_time_us, "regime": label}
         row["chosen"] = _chosen(nccl[i], pred, i, label)
         if machine is not None:
-            ok = pred is not None
-            row["predicted_time_us"] = float(pred.time_s[i]) * 1e6 if ok else None
-            row["predicted_algo"] = str(pred.algo[i]) if ok else None
-            row["predicted_proto"] = str(pred.proto[i]) if ok else None
+            row["predicted_time_us"] = float(pred.time_s[i]) * 1e6 if pred is not None else None
+            row["predicted_algo"] = str(pred.algo[i]) if pred is not None else None
+            row["predicted_proto"] = str(pred.proto[i]) if pred is not None else None
         rows.append(row)
     errors = relative_errors(fit.time_s(sizes[used]), times[used] * 1e-6) if fit is not None else np.array([])
     perr = relative_errors(pred.time_s[used], times[used] * 1e-6) if pred is not None else np.array([])
     source = "+".join(sorted(sources)) if sources else "model"
-    return LogModelReport(fit, problem, machine, pred_problem, rows, errors, perr, source)
+    return LogModelReport(fit, problem, machine, pred_problem, rows, errors, perr, source, log_pred)

@@ -75,6 +75,9 @@ class LogScore:
     """How far the log repeats itself: the 90th percentile over its sizes of ``slower / faster - 1`` between the
     out-of-place and in-place timings (None without in-place timings). Where it is above the fitted goal, the
     log's own noise is larger than what the goal asks of a model."""
+    prediction_info: dict | None = None
+    """The prediction's generation of NCCL's tuner, its calibration and its error band
+    (:meth:`commlab.scorecard.calibration.LogPrediction.to_json`), or None without a prediction."""
 
     @property
     def n_rows(self) -> int:
@@ -143,7 +146,7 @@ class LogScore:
                        "params": self.fit.params if self.fit else None, "problem": self.fit_problem,
                        "meets_goals": self.meets_fitted_goals(), "repeat_spread_p90": self.repeat_spread_p90},
             "predicted": {"median_error": self.predicted_median, "bw_regime_median_error": self.predicted_bw_median,
-                          "meets_goals": self.meets_predicted_goals()},
+                          "meets_goals": self.meets_predicted_goals(), **(self.prediction_info or {})},
             "machine": self.machine.describe() if self.machine else None, "machine_note": self.machine_note,
             "cluster": {"preset": self.cluster, "median_error": self.cluster_median,
                         "bw_regime_median_error": self.cluster_bw_median, "meets_goal": self.meets_cluster_goal(),
@@ -169,25 +172,36 @@ def measured_points(log) -> tuple[np.ndarray, np.ndarray]:
     return s, t
 
 
-def _predict(log, s: np.ndarray, machine: Machine | None) -> tuple[np.ndarray | None, list | None, str]:
-    """The prediction for the log's rows, with the run's launch shape (nccl-tests' ``-g``, from the log's
-    preamble or command line; :class:`~commlab.tuner.launch.LaunchShape`)."""
+def _predict(log, s: np.ndarray, machine: Machine | None, text: str = "", small_run=None
+             ) -> tuple[np.ndarray | None, list | None, str, dict | None]:
+    """The prediction for the log's rows: the tuner of the log's NCCL generation, the run's launch shape
+    (nccl-tests' ``-g``, from the log's preamble or command line; :class:`~commlab.tuner.launch.LaunchShape`),
+    calibrated with ``small_run`` where it is a run of the same cluster (else the note says why not)."""
+    from commlab.scorecard.calibration import predict_log
     from commlab.tuner.launch import LaunchShape
-    from commlab.tuner.predict import OPS, predict
+    from commlab.tuner.settings import OPS
 
     if machine is None:
-        return None, None, ""
+        return None, None, "", None
     if log.collective not in OPS:
-        return None, None, f"{log.collective} is not tuned by NCCL (grouped send/recv): no prediction"
+        return None, None, f"{log.collective} is not tuned by NCCL (grouped send/recv): no prediction", None
     if log.n_ranks is not None and log.n_ranks != machine.n_ranks:
         raise CommlabError(f"the log has {log.n_ranks} ranks but the machine {machine.describe()!r} has "
                            f"{machine.n_ranks} (gpus_per_node x nodes)")
     launch = LaunchShape.from_log(log)
-    p = predict(log.collective, s, machine, launch=launch)
-    why = "" if launch is None or launch.gpus_per_thread == 1 else (
-        f"nccl-tests -g {launch.gpus_per_thread}: one thread launches {launch.gpus_per_thread} GPUs, a floor of "
-        f"{launch.floor_us:.1f} us")
-    return p.time_s * 1e6, p.pairs(), why
+    notes = []
+    try:
+        p = predict_log(log, text, s, machine, small_run)
+    except CommlabError as exc:                      # the calibration log itself, or another cluster's run
+        if small_run is None:
+            raise
+        notes.append(f"not calibrated: {exc}")
+        p = predict_log(log, text, s, machine)
+    notes += p.notes()
+    if launch is not None and launch.gpus_per_thread > 1:
+        notes.append(f"nccl-tests -g {launch.gpus_per_thread}: one thread launches {launch.gpus_per_thread} GPUs, a "
+                     f"floor of {launch.floor_us:.1f} us")
+    return p.prediction.time_s * 1e6, p.prediction.pairs(), "; ".join(notes), p.to_json()
 
 
 def _cluster(log, s: np.ndarray, cluster: tuple[str, int] | None) -> tuple[list, str]:
@@ -204,16 +218,19 @@ def _cluster(log, s: np.ndarray, cluster: tuple[str, int] | None) -> tuple[list,
 
 
 def score_log(log, name: str, machine: Machine | None = None, machine_note: str = "",
-              cluster: tuple[str, int] | None = None, cluster_note: str = "") -> LogScore:
+              cluster: tuple[str, int] | None = None, cluster_note: str = "", text: str = "",
+              small_run=None) -> LogScore:
     """Score one parsed log (``commlab.nccl.parse_log``); ``machine`` enables the prediction, ``cluster``
-    (preset name, nodes) the cluster model's column."""
+    (preset name, nodes) the cluster model's column; ``text`` (the log's) names its NCCL version, whose generation
+    of the tuner the prediction replays; ``small_run`` (:func:`commlab.scorecard.calibration.read_small_run`)
+    calibrates it."""
     s, t = measured_points(log)
     fit, problem = None, None
     try:
         fit = fit_protocol_model(s, t * 1e-6)
     except CommlabError as exc:
         problem = str(exc)
-    pred, pairs, why = _predict(log, s, machine)
+    pred, pairs, why, info = _predict(log, s, machine, text, small_run)
     note = "; ".join(x for x in (machine_note, why) if x)
     fitted = fit.time_s(s) * 1e6 if fit else [None] * len(s)
     regimes = list(fit.regime_label(s)) if fit else [None] * len(s)
@@ -227,7 +244,7 @@ def score_log(log, name: str, machine: Machine | None = None, machine_note: str 
                                                            pred if pred is not None else [None] * len(s))))
     label = None if cluster is None or why_not else f"{cluster[0]} x {cluster[1]}"
     return LogScore(name, log.collective, log.n_ranks, fit, problem, machine, note, rows, label,
-                    "; ".join(x for x in (cluster_note, why_not) if x), repeat_spread(log))
+                    "; ".join(x for x in (cluster_note, why_not) if x), repeat_spread(log), info)
 
 
 def repeat_spread(log) -> float | None:
@@ -262,8 +279,10 @@ def shipped_cluster(path: Path) -> tuple[tuple[str, int] | None, str]:
     return (None, note) if name is None or nodes is None else ((name, nodes), note)
 
 
-def score_file(path: str | Path, machine: Machine | None = None, text: str | None = None) -> LogScore:
-    """Score a log file; without ``machine`` a shipped log uses its described machine."""
+def score_file(path: str | Path, machine: Machine | None = None, text: str | None = None,
+               small_run=None) -> LogScore:
+    """Score a log file; without ``machine`` a shipped log uses its described machine; ``small_run`` calibrates the
+    prediction (:func:`score_log`)."""
     from commlab.nccl.parse import parse_log
 
     path = Path(path)
@@ -286,7 +305,8 @@ def score_file(path: str | Path, machine: Machine | None = None, text: str | Non
 
     machine, forced = machine_for_log(machine, text)
     cluster, cluster_note = shipped_cluster(path)
-    return score_log(log, path.name, machine, "; ".join(x for x in (note, forced) if x), cluster, cluster_note)
+    return score_log(log, path.name, machine, "; ".join(x for x in (note, forced) if x), cluster, cluster_note, text,
+                     small_run)
 
 
 def best_net_latency_us(path, desc: str, grid_us) -> tuple[float, list[float]]:
@@ -304,11 +324,12 @@ def best_net_latency_us(path, desc: str, grid_us) -> tuple[float, list[float]]:
     return float(grid_us[int(np.argmin(medians))]), medians
 
 
-def scorecard(paths=None, machine: Machine | None = None) -> list[LogScore]:
-    """Score the given logs, or every shipped one."""
+def scorecard(paths=None, machine: Machine | None = None, small_run=None) -> list[LogScore]:
+    """Score the given logs, or every shipped one; ``small_run`` calibrates every prediction it is a run of the same
+    cluster for (the others say why not)."""
     from commlab.nccl.examples import nccl_tests_logs
 
-    return [score_file(p, machine) for p in (paths if paths else nccl_tests_logs())]
+    return [score_file(p, machine, small_run=small_run) for p in (paths if paths else nccl_tests_logs())]
 
 
 def _pct(x: float | None) -> str:
@@ -336,9 +357,31 @@ def format_scorecard(scores: list[LogScore]) -> list[str]:
                  f"{GOAL_MIN_ROWS} rows): met on {sum(fit_ok)} of {len(fit_ok)}")
     lines.append(f"predicted goals (median <= {PREDICTED_MEDIAN_GOAL:.0%}, >= 64 MiB <= {PREDICTED_BW_GOAL:.0%}): "
                  f"met on {sum(pred_ok)} of {len(pred_ok)} described logs")
+    lines += _held_out_lines(scores)
     clus = [(s.name[:2], s.cluster, ok) for s in scores if (ok := s.meets_cluster_goal()) is not None]
     if clus:
         presets = ", ".join(f"{k}: {c}" for k, c, _ in clus)
         lines.append(f"cluster goal (>= 64 MiB <= {CLUSTER_BW_GOAL:.0%}): met on {sum(ok for _, _, ok in clus)} of "
                      f"{len(clus)} logs on a cluster preset ({presets})")
+    return lines
+
+
+def _held_out_lines(scores: list[LogScore]) -> list[str]:
+    """The accuracy on runs no choice was made on (the held-out runs of the error-band table), beside the figure
+    above, and what each prediction's generation and calibration were where they are not today's tuner alone."""
+    from commlab.scorecard.error_bands import held_out_goals
+    from commlab.tuner.generations import current
+
+    lines = []
+    for sc in scores:
+        info = sc.prediction_info or {}
+        gen, cal = info.get("generation"), info.get("calibration")
+        if gen and gen["generation"] != current().name:
+            lines.append(f"  {sc.name}: replayed with NCCL {gen['generation']}'s tuner ({gen['why']})")
+        if cal:
+            fitted = ", ".join(f"{q['name']} = {q['value']:g} {q['unit']}" for q in cal["quantities"] if q["fitted"])
+            lines.append(f"  {sc.name}: calibrated on {cal['from']} ({fitted or 'nothing fitted'})")
+    goals = held_out_goals()
+    lines.append(f"predicted goals on held-out runs (not shipped, no choice made on them): met on {goals['met']} of "
+                 f"{goals['runs']} described runs ({', '.join(m[:2] for m in goals['missed']) or 'none'} missed)")
     return lines

@@ -92,7 +92,7 @@ def _alg_bw(op: str, algo: str, bus: float, n: int) -> float:
     return bus * (n / ring_steps(op, n) if algo in ("Ring", "NVLS", "NVLSTree") else 0.5)
 
 
-def _net_hop_us(proto: str, m: Machine, real: bool) -> tuple[float, float]:
+def net_hop_us(proto: str, m: Machine, real: bool) -> tuple[float, float]:
     """(latency added to every network hop, and added again for Simple), us: what the plugin reports (NCCL's
     view, tuning.cc:389-391) or, ``real``, what the hop costs (:mod:`commlab.tuner.networks`)."""
     net = NET_TYPES[m.net]
@@ -109,7 +109,7 @@ def _latency_us(op: str, algo: str, proto: str, m: Machine, real: bool = False) 
     intra_hw = "nvlink" if m.has_nvlink else "pci"
     lat = K.BASE_LAT_US[(algo, proto)]
     intra = K.HW_LAT_US[(intra_hw, algo, proto)]
-    hop, simple_extra = _net_hop_us(proto, m, real)
+    hop, simple_extra = net_hop_us(proto, m, real)
     inter = K.HW_LAT_US[("net", "Tree" if ppn == 1 else algo, proto)] + hop
     if proto == "Simple":
         inter += simple_extra
@@ -137,7 +137,7 @@ class TuningEntry:
     busbw_GBps: float
 
 
-def _realized(g: Graph, m: Machine, op: str) -> Graph:
+def realized_graph(g: Graph, m: Machine, op: str) -> Graph:
     """The channels as they run. Inside one node a ring's or tree's channels share the GPU's links, so the data
     moves at the links' total (NCCL's own per-link figures), even where the search budgeted less (2 x 20 GB/s
     of an A40 bridge's 48; 12 x 30 of an H100's 370.8). With P2P off the bytes go through host memory at
@@ -156,7 +156,7 @@ def _realized(g: Graph, m: Machine, op: str) -> Graph:
 
 def nccl_tuning_table(op: str, m: Machine, realized: bool = False) -> dict[tuple[str, str], TuningEntry]:
     """NCCL's table for ``op`` on ``m``: (algorithm, protocol) -> latency and bandwidth, enabled pairs only.
-    ``realized=True`` gives the bandwidths the channels reach (:func:`_realized`) and the latencies the network
+    ``realized=True`` gives the bandwidths the channels reach (:func:`realized_graph`) and the latencies the network
     really has (:mod:`commlab.tuner.networks`) instead of NCCL's budget and its plugin's report."""
     op = tuned_op(op)
     if m.n_ranks < 2:
@@ -167,7 +167,7 @@ def nccl_tuning_table(op: str, m: Machine, realized: bool = False) -> dict[tuple
     if not pairs:
         raise _nothing_enabled(op, graphs, m)
     for algo, proto in pairs:
-        g = _realized(graphs[algo], m, op) if realized else graphs[algo]
+        g = realized_graph(graphs[algo], m, op) if realized else graphs[algo]
         bus = _bus_bw(op, algo, proto, g, m)
         if bus <= 0:
             continue
