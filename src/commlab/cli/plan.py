@@ -104,8 +104,8 @@ def plan_json(result) -> dict:
                 "usable_GB": round(c.usable_bytes / 1e9, 2), "peak_bf16_TFLOPS": c.gpu.peak_bf16_TFLOPS,
                 "gemm_TFLOPS": c.gpu.gemm_TFLOPS, "gemm_source": c.gpu.gemm_source, "hbm_TBps": c.gpu.hbm_TBps,
                 "intra_node_link": c.gpu.intra, "inter_node_link": c.gpu.inter},
-        "gpus": c.n_gpus, "gpus_per_node": c.gpus_per_node, "nics_per_node": c.nics_per_node or c.gpu.nics_per_node,
-        "nic_Gbps": c.nic_Gbps or c.gpu.nic_Gbps, "seq": c.seq_len, "global_batch_tokens": c.global_batch_tokens,
+        "gpus": c.n_gpus, "gpus_per_node": c.gpus_per_node, "nics_per_node": c.nics_per_node,
+        "nic_Gbps": c.nic_Gbps, "seq": c.seq_len, "global_batch_tokens": c.global_batch_tokens,
         "micro_batches": c.n_micro_batches, "recompute": c.recompute, "grad_reduce": c.grad_reduce,
         "assumed_mfu": round(c.mfu, 4),
         "layouts": [_layout_json(x, i) for i, x in enumerate(result.ranked, start=1)],
@@ -170,17 +170,17 @@ def run(args) -> int:
     missing = [f for f, v in (("--model", args.model), ("--gpus", args.gpus), ("--gpu", args.gpu)) if v is None]
     if missing:
         raise CommlabError(f"commlab plan needs {', '.join(missing)} (or --published)")
-    n_gpus = _whole("--gpus", args.gpus)
+    n_gpus = _whole("--gpus", args.gpus) or 0
     per_node = _whole("--gpus-per-node", args.gpus_per_node)
     if per_node is not None and n_gpus > per_node and n_gpus % per_node:
         raise CommlabError(f"--gpus {n_gpus} is not a whole number of {per_node}-GPU nodes (--gpus-per-node)")
     if per_node is None and n_gpus > 8 and n_gpus % 8:
         raise CommlabError(f"--gpus {n_gpus} is not a whole number of 8-GPU nodes (--gpus-per-node)")
-    result = plan(args.model, n_gpus, args.gpu, gpus_per_node=per_node, seq_len=_whole("--seq", args.seq),
-                  global_batch_tokens=_whole("--global-batch-tokens", args.global_batch_tokens),
+    result = plan(args.model, n_gpus, args.gpu, gpus_per_node=per_node or 0, seq_len=_whole("--seq", args.seq) or 0,
+                  global_batch_tokens=_whole("--global-batch-tokens", args.global_batch_tokens) or 0,
                   n_micro_batches=_whole("--micro-batches", args.micro_batches), recompute=args.recompute,
-                  grad_reduce=args.grad_reduce, nics_per_node=_whole("--nics-per-node", args.nics_per_node),
-                  nic_Gbps=_rate(args.nic_gbps))
+                  grad_reduce=args.grad_reduce, nics_per_node=_whole("--nics-per-node", args.nics_per_node) or 0,
+                  nic_Gbps=_rate(args.nic_gbps) or 0.0)
     if args.layout is not None:
         mine, rank = score_layout(result, args.layout)
         if args.json:

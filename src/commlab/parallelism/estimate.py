@@ -10,6 +10,21 @@ forward (2 N + 4 s h L): Narayanan et al. SC21, eq. 3, counts 96 b s h^2 L becau
 the masked half of a causal attention but runs the rest at about half the GEMM rate ("50-73% of the
 theoretical maximum FLOPs/s on A100", Dao 2023, arXiv 2307.08691), which costs about the same time.
 
+**The roofline.** A GEMM of n tokens against a layer's w = P_layer / t weights does 2 n w FLOPs and reads at
+least the 2 w bytes of its BF16 weights; below n of about rate / HBM bandwidth (300 tokens on an H100, 130 on an
+A100) it waits on HBM, not on the tensor cores, and the weight-gradient GEMM also reads and writes its
+accumulated gradient (2 x 4 bytes per weight in FP32). Each GEMM takes the longer of the two times (Williams,
+Waterman and Patterson, "Roofline", CACM 2009), which is what makes tiny micro-batches and deep context
+parallelism slow.
+
+**Memory-bound kernels.** Norms, residual adds and the MLP's activation read and write their tensors from HBM
+(at ``gpu.hbm_TBps``, the datasheet's): per token of a layer's forward about 20 h bytes (two norms, read and
+write, and two residual adds: 2 x 4h + 2 x 6h; split over TP only with sequence parallelism), 4 f (GeLU: read
+and write f) or 6 f (SwiGLU: read 2f, write f) split over TP, and, where attention materialises its scores
+(``attention="softmax"``: Megatron-LM's fused softmax before FlashAttention), 13 a s / t more (the scores
+written, softmax read and written, dropout read, written and its mask, read by the second matmul, 2 bytes each
+but the 1-byte mask). The backward moves about twice the forward's bytes, recomputation the forward's again.
+
 **Communication, placed.** Megatron-LM's rank order puts TP innermost, then CP, then DP, then PP; every
 collective is timed by :class:`commlab.parallelism.network.Network` on the cluster model (NCCL's algorithm,
 the node's NICs shared by the groups beside it). Per micro-batch on the busiest stage:
@@ -110,8 +125,17 @@ def _stage_params(spec: ModelSpec, layers: int, first: bool, last: bool) -> floa
     return layers * spec.layer_params + spec.embedding_params * (int(first) + int(last))
 
 
+def elementwise_bytes_per_token(spec: ModelSpec, seq_len: int, tp: int, sp: bool, attention: str) -> float:
+    """HBM bytes one GPU's memory-bound kernels move per token of one layer's forward (module docstring)."""
+    h, f, t = spec.hidden, spec.ffn_width, tp
+    norms_residuals = 20 * h / (t if sp else 1)
+    mlp = (6 if spec.gated else 4) * f / t
+    scores = 13 * spec.n_heads * seq_len / t if attention == "softmax" else 0.0
+    return norms_residuals + mlp + scores
+
+
 def estimate_step(spec: ModelSpec, gpu: GpuSpec, net: Network, x: Shape, seq_len: int, recompute: str,
-                  grad_nbytes: int) -> StepEstimate:
+                  grad_nbytes: int, sp: bool = True, attention: str = "flash") -> StepEstimate:
     """One optimizer step of ``spec`` laid out as ``x`` (module docstring)."""
     t, c, p, d, v, b, m = x.tp, x.cp, x.pp, x.dp, x.vp, x.micro_batch, x.micro_batches
     h, s, gpn = spec.hidden, seq_len, net.gpus_per_node
@@ -120,9 +144,17 @@ def estimate_step(spec: ModelSpec, gpu: GpuSpec, net: Network, x: Shape, seq_len
     share = t * c
     layer_gemm = 2 * spec.layer_params * tokens_mb / share
     layer_core = 4 * s * h * tokens_mb / share
-    recompute_extra = {"none": 0.0, "selective": layer_core, "full": layer_gemm + layer_core}[recompute]
-    layer_fwd_s = (layer_gemm + layer_core) / rate
-    layer_bwd_s = (2 * (layer_gemm + layer_core) + recompute_extra) / rate
+    hbm = gpu.hbm_TBps * 1e12
+    w = spec.layer_params / t                          # one layer's weights on this GPU
+    gemm_s = max(layer_gemm / rate, 2 * w / hbm)       # the roofline: a GEMM also reads its BF16 weights
+    wgrad_s = max(layer_gemm / rate, 2 * grad_nbytes * w / hbm)   # and the weight gradient is accumulated
+    core_s = layer_core / rate
+    fwd_bytes = elementwise_bytes_per_token(spec, s, t, sp and t > 1, attention) * tokens_mb / c
+    score_bytes = (13 * spec.n_heads * s / t if attention == "softmax" else 0.0) * tokens_mb / c
+    extra_s = {"none": 0.0, "selective": core_s + score_bytes / hbm, "full": gemm_s + core_s + fwd_bytes / hbm}[
+        recompute]
+    layer_fwd_s = gemm_s + core_s + fwd_bytes / hbm
+    layer_bwd_s = gemm_s + wgrad_s + 2 * core_s + 2 * fwd_bytes / hbm + extra_s
     out_fwd_s = 2 * spec.embedding_params * tokens_mb / share / rate       # the output layer (logits)
     counts = stage_layers(spec.n_layers, p)
     placed: list[Placed] = []
@@ -135,11 +167,11 @@ def estimate_step(spec: ModelSpec, gpu: GpuSpec, net: Network, x: Shape, seq_len
     passes = 3 if recompute == "full" else 2
     tp_layer_s = 0.0
     if t > 1:
-        for op in ("all_gather", "reduce_scatter"):
+        for op in (("all_gather", "reduce_scatter") if sp else ("all_reduce",)):
             one, link = net.collective_s(op, act, t, 1)
             tp_layer_s += 2 * passes * one
-            add("SP", op, "activations", f"2 per layer, {passes} passes", link, t, 2 * passes * max(counts) * m,
-                act, one)
+            add("SP" if sp else "TP", op, "activations", f"2 per layer, {passes} passes", link, t,
+                2 * passes * max(counts) * m, act, one)
     # CP
     cp_layer_s = 0.0
     if c > 1:
@@ -179,7 +211,7 @@ def estimate_step(spec: ModelSpec, gpu: GpuSpec, net: Network, x: Shape, seq_len
     # PP: one send each way per model chunk and micro-batch
     pp_mb_s = 0.0
     if p > 1:
-        send = b * (s / c) * h / t * 2
+        send = b * (s / c) * h / (t if sp else 1) * 2
         one, link = net.p2p_s(send, t * c * d)
         pp_mb_s = 2 * v * one
         add("PP", "sendrecv", "activations and their gradients", "per micro-batch and model chunk, each way", link,

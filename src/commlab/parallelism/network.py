@@ -41,8 +41,8 @@ _FABRIC_SOURCE = ("NVIDIA DGX SuperPOD reference architecture (DGX H100): rail-o
                   "network-fabrics.html")
 
 
-def planner_cluster(gpu: GpuSpec, n_gpus: int, gpus_per_node: int | None = None, nics_per_node: int | None = None,
-                    nic_Gbps: float | None = None) -> Cluster:
+def planner_cluster(gpu: GpuSpec, n_gpus: int, gpus_per_node: int = 0, nics_per_node: int = 0,
+                    nic_Gbps: float = 0.0) -> Cluster:
     """The cluster a plan runs on: ``gpu``'s node (or the overrides) on a non-blocking fat tree for ``n_gpus``."""
     per_node = gpus_per_node or gpu.gpus_per_node
     nics = nics_per_node or gpu.nics_per_node
@@ -60,8 +60,8 @@ def planner_cluster(gpu: GpuSpec, n_gpus: int, gpus_per_node: int | None = None,
 class Network:
     """Times of the planner's collectives on one cluster, remembered per (op, bytes, group) within one plan."""
 
-    def __init__(self, gpu: GpuSpec, n_gpus: int, gpus_per_node: int | None = None,
-                 nics_per_node: int | None = None, nic_Gbps: float | None = None) -> None:
+    def __init__(self, gpu: GpuSpec, n_gpus: int, gpus_per_node: int = 0, nics_per_node: int = 0,
+                 nic_Gbps: float = 0.0) -> None:
         self.cluster = planner_cluster(gpu, n_gpus, gpus_per_node, nics_per_node, nic_Gbps)
         self.gpus_per_node = self.cluster.gpus_per_node
         shape = Shape.of(self.cluster, 1)

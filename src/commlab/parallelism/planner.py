@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 from commlab.errors import CommlabError
 from commlab.parallelism.catalogue import GpuSpec, ModelSpec, gpu as find_gpu, model as find_model
@@ -33,6 +34,7 @@ from commlab.parallelism.network import Network
 from commlab.parallelism.stages import stage_layers
 
 GRAD_REDUCE = ("fp32", "bf16")
+ATTENTION = ("flash", "softmax")
 MICRO_BATCHES = (1, 2, 4, 8, 16)
 MAX_VP = 8
 LAYOUT_KEYS = ("tp", "pp", "vp", "cp", "dp", "zero", "cp_kind", "mb")
@@ -42,43 +44,50 @@ LOGIT_NBYTES = 4
 
 @dataclass(frozen=True)
 class PlanConfig:
-    """What to plan for; None takes the model's or the GPU's own value."""
+    """What to plan for; 0 (or None) takes the model's or the GPU's own value."""
 
     model: ModelSpec
     gpu: GpuSpec
     n_gpus: int
-    gpus_per_node: int | None = None
-    seq_len: int | None = None
-    global_batch_tokens: int | None = None
+    gpus_per_node: int = 0
+    seq_len: int = 0
+    global_batch_tokens: int = 0
     n_micro_batches: int | None = None
     """Fix the micro-batches per replica (the micro-batch size follows from the global batch)."""
     recompute: str = "selective"
     grad_reduce: str = "fp32"
-    nics_per_node: int | None = None
-    nic_Gbps: float | None = None
+    nics_per_node: int = 0
+    nic_Gbps: float = 0.0
     reserve_fraction: float = 0.10
+    sequence_parallel: bool = True
+    """Megatron-LM's sequence parallelism with TP (Korthikanti et al. 2022); off for runs before it existed."""
+    attention: str = "flash"
+    """"flash" (FlashAttention: no scores in HBM) or "softmax" (the scores materialised, Megatron-LM's fused
+    softmax of 2021-2022)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", find_model(self.model))
         object.__setattr__(self, "gpu", find_gpu(self.gpu))
-        if self.gpus_per_node is None:
-            object.__setattr__(self, "gpus_per_node", self.gpu.gpus_per_node)
-        if self.seq_len is None:
-            object.__setattr__(self, "seq_len", self.model.seq_len)
-        if self.global_batch_tokens is None:
-            object.__setattr__(self, "global_batch_tokens", self.model.global_batch_tokens)
+        own = {"gpus_per_node": self.gpu.gpus_per_node, "seq_len": self.model.seq_len,
+               "global_batch_tokens": self.model.global_batch_tokens, "nics_per_node": self.gpu.nics_per_node,
+               "nic_Gbps": self.gpu.nic_Gbps}
+        for name, value in own.items():
+            if getattr(self, name) in (None, 0):
+                object.__setattr__(self, name, value)
         for name in ("n_gpus", "gpus_per_node", "seq_len", "global_batch_tokens", "n_micro_batches",
                      "nics_per_node"):
             value = getattr(self, name)
-            if value is None and name in ("n_micro_batches", "nics_per_node"):
+            if value is None and name == "n_micro_batches":
                 continue
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise CommlabError(f"{name} must be a whole number >= 1, got {value!r}")
         if self.recompute not in RECOMPUTE:
             raise CommlabError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {self.recompute!r}")
+        if self.attention not in ATTENTION:
+            raise CommlabError(f"attention must be one of {', '.join(ATTENTION)}, got {self.attention!r}")
         if self.grad_reduce not in GRAD_REDUCE:
             raise CommlabError(f"grad_reduce must be one of {', '.join(GRAD_REDUCE)}, got {self.grad_reduce!r}")
-        if self.nic_Gbps is not None and not (isinstance(self.nic_Gbps, (int, float)) and self.nic_Gbps > 0):
+        if not (isinstance(self.nic_Gbps, (int, float)) and self.nic_Gbps > 0):
             raise CommlabError(f"nic_Gbps must be > 0, got {self.nic_Gbps!r}")
         if not 0 <= self.reserve_fraction < 1:
             raise CommlabError(f"need 0 <= reserve_fraction < 1, got reserve_fraction={self.reserve_fraction!r}")
@@ -163,7 +172,7 @@ class Layout:
         if not self.terms_s:
             return "none"
         losses = {k: v for k, v in self.terms_s.items() if k != "compute"}
-        name = max(losses, key=losses.get)
+        name = max(losses, key=lambda k: losses[k])
         return "bubble" if name == "bubble" else f"exposed {name}" if name != "optimizer" else "optimizer step"
 
 
@@ -196,7 +205,7 @@ def no_fit_message(result: Plan) -> str:
         return f"{head} with any layout: {reasons[0] if reasons else 'no layout'}"
     closest = min(over, key=lambda x: x.memory.total)
     parts = {k: v for k, v in closest.memory.as_GB().items() if k != "total"}
-    term = max(parts, key=parts.get)
+    term = max(parts, key=lambda k: parts[k])
     return (f"{head} with any layout: the closest, {closest.name}, needs {closest.memory.total / 1e9:.1f} GB, "
             f"{(closest.memory.total - c.usable_bytes) / 1e9:.1f} GB over the {c.usable_bytes / 1e9:.1f} GB usable; "
             f"its largest term is {term.replace('_', ' ')} ({parts[term]:.1f} GB): add GPUs, use full "
@@ -249,7 +258,7 @@ def structural_reason(cfg: PlanConfig, tp: int, cp: int, pp: int, dp: int, zero:
 def _in_flight(pp: int, m: int, vp: int, stage: int) -> float:
     """Micro-batches whose activations stage ``stage`` of 1F1B holds at once: min(m, p - stage); interleaving
     adds (p-1)/(p v) on the first stage (Narayanan et al. SC21, sec. 2.2.2)."""
-    held = min(m, pp - stage)
+    held = float(min(m, pp - stage))
     if vp > 1 and stage == 0:
         held *= 1 + (pp - 1) / (pp * vp)
     return held
@@ -260,8 +269,11 @@ def memory_of(cfg: PlanConfig, tp: int, cp: int, pp: int, dp: int, zero: int, vp
     """The memory of the stage that needs most (the first holds the most micro-batches, the last the logits)."""
     spec, group = cfg.model, dp * cp
     counts = stage_layers(spec.n_layers, pp)
-    per_layer = activation_bytes_per_layer(cfg.seq_len, micro_batch, spec.hidden, spec.n_heads, tp=tp, sp=True,
-                                           cp=cp, recompute=cfg.recompute)
+    recompute = cfg.recompute
+    if recompute == "none" and cfg.attention == "flash":
+        recompute = "selective"                # FlashAttention keeps no scores: Korthikanti's selective count
+    per_layer = activation_bytes_per_layer(cfg.seq_len, micro_batch, spec.hidden, spec.n_heads, tp=tp,
+                                           sp=cfg.sequence_parallel, cp=cp, recompute=recompute)
     worst = None
     for i in sorted({0, min(1, pp - 1), pp - 1}):
         first, last = i == 0, i == pp - 1
@@ -304,7 +316,7 @@ def evaluate(cfg: PlanConfig, net: Network, tp: int, cp: int, pp: int, dp: int, 
              cp_kind: str = "ring", micro_batch: int | None = None) -> Layout:
     """One layout at its fastest micro-batch that fits: refused (with its reason) or estimated."""
     empty = MemoryBreakdown(0.0, 0.0, 0.0, 0.0)
-    base = dict(vp=vp, cp_kind=cp_kind, global_batch_tokens=cfg.global_batch_tokens)
+    base: dict[str, Any] = dict(vp=vp, cp_kind=cp_kind, global_batch_tokens=cfg.global_batch_tokens)
     reason = structural_reason(cfg, tp, cp, pp, dp, zero, vp, cp_kind)
     if reason:
         return Layout(tp, cp, pp, dp, zero, empty, reason, **base)
@@ -324,7 +336,8 @@ def evaluate(cfg: PlanConfig, net: Network, tp: int, cp: int, pp: int, dp: int, 
         if memory.total > cfg.usable_bytes:
             continue
         shape = Shape(tp, cp, pp, dp, zero, vp, b, m, cp_kind)
-        est = estimate_step(cfg.model, cfg.gpu, net, shape, cfg.seq_len, cfg.recompute, cfg.grad_nbytes)
+        est = estimate_step(cfg.model, cfg.gpu, net, shape, cfg.seq_len, cfg.recompute, cfg.grad_nbytes,
+                            cfg.sequence_parallel, cfg.attention)
         if best is not None and est.step_s >= best.step_s:
             continue
         tokens = cfg.global_batch_tokens
