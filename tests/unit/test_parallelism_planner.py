@@ -293,3 +293,26 @@ def test_hsdp_sends_only_one_shard_across_nodes():
     assert full == pytest.approx(2 * 3 * 31 / 32 * P, rel=1e-6) and across < full / 10
     no_reshard = hsdp_traffic(model, shard=8, replicate=4, reshard_after_forward=False)
     assert sum(i.primitive == "all_gather" for i in no_reshard) == 1
+
+
+def test_fewer_nics_slow_what_crosses_nodes_and_nothing_else():
+    from commlab.parallelism.planner import PlanConfig, evaluate, network_for
+    from commlab.parallelism.catalogue import gpu, model
+
+    def one(nics):
+        cfg = PlanConfig(model=model("70B"), gpu=gpu("h100"), n_gpus=64, nics_per_node=nics)
+        return evaluate(cfg, network_for(cfg), 8, 1, 1, 8, 1, micro_batch=1)
+
+    full, starved = one(8), one(2)
+    dp = lambda x: sum(p.time_s for p in x.placed if p.strategy.startswith("ZeRO"))      # noqa: E731
+    tp = lambda x: sum(p.time_s for p in x.placed if p.strategy == "SP")                 # noqa: E731
+    assert dp(starved) == pytest.approx(4 * dp(full), rel=0.1)             # a quarter of the node's egress
+    assert tp(starved) == pytest.approx(tp(full))                          # NVLink is untouched
+
+
+def test_plan_layout_json_and_the_retired_mfu_input(capsys):
+    assert main(["plan", "--model", "7B", "--gpus", "16", "--gpu", "h100", "--layout", "tp=2,zero=1", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["layout"]["tp"] == 2 and out["layout"]["dp"] == 8 and out["rank"] >= 1 and out["best"]["rank"] == 1
+    with pytest.raises(CommlabError, match="mfu=0.4 is no longer an input"):
+        plan("7B", 8, "h100", mfu=0.4)

@@ -380,6 +380,9 @@ def plan(model: str | ModelSpec, n_gpus: int, gpu: str | GpuSpec, **options) -> 
     >>> best.global_batch_tokens, best.dp * best.micro_batch * best.micro_batches * 4096
     (4194304, 4194304)
     """
+    if "mfu" in options:
+        raise CommlabError(f"mfu={options['mfu']!r} is no longer an input: compute runs at the GPU's measured GEMM "
+                           f"rate, and each layout's MFU is a result (Layout.mfu)")
     cfg = PlanConfig(model=find_model(model), gpu=find_gpu(gpu), n_gpus=n_gpus, **options)
     net = network_for(cfg)
     layouts = [evaluate(cfg, net, *c) for c in candidates(cfg)]
