@@ -30,12 +30,16 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from commlab.cluster.algorithms import ALGORITHMS
 from commlab.cluster.groups import group_span, group_view
 from commlab.cluster.levels import Shape
 from commlab.cluster.model import cluster_cost
 from commlab.cluster.spec import Cluster, Fabric
 from commlab.parallelism.catalogue import GpuSpec
 
+_NCCL_ALGOS = ("ring", "tree", "nvls-tree")
+"""The algorithms NCCL picks from by default (CollNet off); all-to-all, which NCCL's tuner does not cost, takes
+the fastest of the cluster model's."""
 _FABRIC_SOURCE = ("NVIDIA DGX SuperPOD reference architecture (DGX H100): rail-optimised full fat tree: "
                   "https://docs.nvidia.com/dgx-superpod/reference-architecture-scalable-infrastructure-h100/latest/"
                   "network-fabrics.html")
@@ -98,8 +102,10 @@ class Network:
                 per_node = math.gcd(per_node, n_ranks)
                 nodes = n_ranks // per_node
             view = group_view(self.cluster, per_node)
-        c = cluster_cost(op, [nbytes], view, nodes)
+        c = cluster_cost(op, [nbytes], view, nodes, algos=[a for a in _NCCL_ALGOS if op in ALGORITHMS[a]] or "all")
         algo = c.nccl_pick[0] if c.nccl_pick else c.fastest()[0]
+        if algo not in c.algos:                                  # NCCL picked one we did not cost: cost them all
+            c = cluster_cost(op, [nbytes], view, nodes)
         cost = c[algo]
         return float(cost.ran_time_s[0]), f"{algo}, {cost.ran_bottleneck[0].split(':')[0]}"
 
