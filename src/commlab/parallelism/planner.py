@@ -64,6 +64,12 @@ class PlanConfig:
     attention: str = "flash"
     """"flash" (FlashAttention: no scores in HBM) or "softmax" (the scores materialised, Megatron-LM's fused
     softmax of 2021-2022)."""
+    zero_stages: tuple[int, ...] = (0, 1, 2, 3)
+    """The ZeRO stages the framework offers (Megatron-LM of 2021: none but 0; DeepSpeed's pipeline: 0 and 1)."""
+    context_parallel: bool = True
+    """Whether the framework offers context parallelism (Megatron-LM from 2023)."""
+    max_vp: int = MAX_VP
+    """The most interleaved model chunks per stage (1: no interleaving, as in DeepSpeed's pipeline engine)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", find_model(self.model))
@@ -83,6 +89,10 @@ class PlanConfig:
                 raise CommlabError(f"{name} must be a whole number >= 1, got {value!r}")
         if self.recompute not in RECOMPUTE:
             raise CommlabError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {self.recompute!r}")
+        if not self.zero_stages or not set(self.zero_stages) <= {0, 1, 2, 3}:
+            raise CommlabError(f"zero_stages must be some of 0, 1, 2, 3, got {self.zero_stages!r}")
+        if not isinstance(self.max_vp, int) or self.max_vp < 1:
+            raise CommlabError(f"max_vp must be a whole number >= 1, got {self.max_vp!r}")
         if self.attention not in ATTENTION:
             raise CommlabError(f"attention must be one of {', '.join(ATTENTION)}, got {self.attention!r}")
         if self.grad_reduce not in GRAD_REDUCE:
@@ -224,13 +234,14 @@ def candidates(cfg: PlanConfig):
     """Every (tp, cp, pp, dp, zero, vp, cp_kind) whose product is n_gpus and whose pp fits the layers."""
     n, layers = cfg.n_gpus, cfg.model.n_layers
     for tp in (t for t in _powers_of_two(min(n, 64)) if n % t == 0):
-        for cp in (c for c in _powers_of_two(n // tp) if (n // tp) % c == 0 and cfg.seq_len // c >= 128):
+        cps = _powers_of_two(n // tp) if cfg.context_parallel else [1]
+        for cp in (c for c in cps if (n // tp) % c == 0 and cfg.seq_len // c >= 128):
             rest = n // (tp * cp)
             for pp in (q for q in range(1, min(rest, layers) + 1) if rest % q == 0):
                 dp = rest // pp
                 thinnest = min(stage_layers(layers, pp))
-                for vp in range(1, (min(MAX_VP, thinnest) if pp > 1 else 1) + 1):
-                    for zero in ((0, 1, 2, 3) if dp * cp > 1 else (0,)):
+                for vp in range(1, (min(cfg.max_vp, thinnest) if pp > 1 else 1) + 1):
+                    for zero in (cfg.zero_stages if dp * cp > 1 else (0,)):
                         for kind in (CP_KINDS if cp > 1 else ("ring",)):
                             yield tp, cp, pp, dp, zero, vp, kind
 

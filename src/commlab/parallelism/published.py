@@ -13,6 +13,10 @@ not say, the ZeRO stage the planner likes best for it) and reports
   recomputed forward (Megatron-LM's eq. 3, which MT-NLG and BLOOM also use);
 * where a goal is missed, the term that decides it: the bubble, an exposed communication, or memory.
 
+The planner's best is sought among the layouts the run's framework could run: its ZeRO stages, whether it had
+context parallelism and interleaving (``zeros``, ``context_parallel``, ``max_vp``), facts of the software and
+its date, not of the run's result.
+
 Megatron-LM's runs (arXiv 2104.04473, table 1) used full recomputation and do not give the micro-batch; MT-NLG
 (arXiv 2201.11990, sec. 2.4) and BLOOM (arXiv 2211.05100, sec. 3.4) the same stack. All three predate sequence
 parallelism (arXiv 2205.05198, 2022) and FlashAttention in Megatron-LM: their TP all-reduces and
@@ -49,13 +53,19 @@ class PublishedRun:
     """"none", "selective", "full", or "unknown" where the source does not say (:func:`compare`)."""
     source: str
     zeros: tuple[int, ...] = (0, 1)
-    """ZeRO stages the source allows (the planner scores the best of them)."""
+    """ZeRO stages the run's framework offers: the published layout is scored at the best of them, and the
+    planner's best is sought among layouts that framework could run (no ZeRO in Megatron-LM of 2021, ZeRO-1 with
+    DeepSpeed's pipeline engine, FSDP inside PP for Llama 3)."""
     nics_per_node: int = 0
     nic_Gbps: float = 0.0
     sequence_parallel: bool = True
     """False for runs before Megatron-LM's sequence parallelism (2022)."""
     attention: str = "flash"
     """"softmax" for runs before FlashAttention (scores materialised in HBM)."""
+    context_parallel: bool = True
+    """False where the run's framework had no context parallelism."""
+    max_vp: int = 8
+    """1 where the run's framework had no interleaved schedule (DeepSpeed's pipeline engine)."""
 
 
 def _gpt(name, title, n_params, hidden, layers, heads, vocab, source):
@@ -86,28 +96,27 @@ RUNS = (
     PublishedRun("MT-NLG 530B, 2,240 A100", _gpt("530B", "MT-NLG 530B", 530_000_000_000, 20480, 105, 128, 50257,
                                                   _MTNLG),
                  "a100-80gb", 2240, 8, 35, 1, 2048, 1920 * 2048, 126, "hardware", "full", _MTNLG,
-                 sequence_parallel=False,
-                 attention="softmax"),
+                 sequence_parallel=False, attention="softmax", context_parallel=False, max_vp=1),
     PublishedRun("MT-NLG 530B, 3,360 A100", _gpt("530B", "MT-NLG 530B", 530_000_000_000, 20480, 105, 128, 50257,
                                                   _MTNLG),
                  "a100-80gb", 3360, 8, 35, 1, 2048, 1920 * 2048, 113, "hardware", "full", _MTNLG,
-                 sequence_parallel=False,
-                 attention="softmax"),
+                 sequence_parallel=False, attention="softmax", context_parallel=False, max_vp=1),
     PublishedRun("BLOOM 176B, 384 A100", _gpt("176B", "BLOOM", 176_247_000_000, 14336, 70, 112, 250680, _BLOOM),
                  "a100-80gb", 384, 4, 12, 1, 2048, 2048 * 2048, 150, "hardware", "full", _BLOOM, zeros=(1,),
-                 nics_per_node=4, nic_Gbps=100.0, sequence_parallel=False, attention="softmax"),
+                 nics_per_node=4, nic_Gbps=100.0, sequence_parallel=False, attention="softmax",
+                 context_parallel=False, max_vp=1),
     PublishedRun("Megatron-LM 18.4B, 256 A100", _gpt("18.4B", "GPT 18.4B", 18_400_000_000, 6144, 40, 48, 51200,
                                                       _MEGATRON),
                  "a100-80gb", 256, 8, 1, 1, 2048, 1024 * 2048, 135, "hardware", "full", _MEGATRON,
-                 sequence_parallel=False, attention="softmax"),
+                 zeros=(0,), sequence_parallel=False, attention="softmax", context_parallel=False),
     PublishedRun("Megatron-LM 145.6B, 1,536 A100", _gpt("145.6B", "GPT 145.6B", 145_600_000_000, 12288, 80, 96,
                                                          51200, _MEGATRON),
                  "a100-80gb", 1536, 8, 8, 1, 2048, 2304 * 2048, 148, "hardware", "full", _MEGATRON,
-                 sequence_parallel=False, attention="softmax"),
+                 zeros=(0,), sequence_parallel=False, attention="softmax", context_parallel=False),
     PublishedRun("Megatron-LM 310.1B, 1,920 A100", _gpt("310.1B", "GPT 310.1B", 310_100_000_000, 16384, 96, 128,
                                                          51200, _MEGATRON),
                  "a100-80gb", 1920, 8, 16, 1, 2048, 2160 * 2048, 155, "hardware", "full", _MEGATRON,
-                 sequence_parallel=False, attention="softmax"),
+                 zeros=(0,), sequence_parallel=False, attention="softmax", context_parallel=False),
 )
 
 
@@ -188,11 +197,13 @@ class Comparison:
 def _score(run: PublishedRun, recompute: str):
     result = plan(run.model, run.n_gpus, run.gpu, seq_len=run.seq_len, global_batch_tokens=run.global_batch_tokens,
                   recompute=recompute, nics_per_node=run.nics_per_node, nic_Gbps=run.nic_Gbps,
-                  sequence_parallel=run.sequence_parallel, attention=run.attention)
+                  sequence_parallel=run.sequence_parallel, attention=run.attention, zero_stages=run.zeros,
+                  context_parallel=run.context_parallel, max_vp=run.max_vp)
     cfg = result.config
     net = network_for(cfg)
     dp = run.n_gpus // (run.tp * run.pp * run.cp)
-    tried = [evaluate(cfg, net, run.tp, run.cp, run.pp, dp, z, v) for z in run.zeros for v in range(1, 9)]
+    tried = [evaluate(cfg, net, run.tp, run.cp, run.pp, dp, z, v) for z in run.zeros
+             for v in range(1, run.max_vp + 1)]
     fitting = [x for x in tried if x.reason is None]
     if fitting:
         return result, max(fitting, key=lambda x: x.tokens_per_s)
