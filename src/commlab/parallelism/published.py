@@ -128,6 +128,8 @@ class Comparison:
     rank: int | None
     best: Layout | None
     n_ranked: int
+    recompute: str = "selective"
+    """The recomputation the published layout was scored with (the run's, or the faster where it is unknown)."""
 
     @property
     def fits(self) -> bool:
@@ -175,7 +177,8 @@ class Comparison:
         best = self.best
         assert best is not None
         miss = f"; decided by {self.deciding()}" if self.deciding() else ""
-        return (f"{r.name}: published {lay} (v {x.vp}, ZeRO-{x.zero}, b {x.micro_batch}) rank {self.rank} of "
+        return (f"{r.name}: published {lay} (v {x.vp}, ZeRO-{x.zero}, b {x.micro_batch}, {self.recompute} "
+                f"recomputation) rank {self.rank} of "
                 f"{self.n_ranked}, {self.of_best:.0%} of the best ({best.name}); predicted {self.predicted_tflops:.0f} "
                 f"vs published {r.tflops_per_gpu:g} TFLOPs/GPU ({r.flops} FLOPs, {self.tflops_ratio:.2f}x){miss}")
 
@@ -184,7 +187,7 @@ class Comparison:
         return {"name": r.name, "source": r.source, "gpu": r.gpu, "gpus": r.n_gpus, "seq": r.seq_len,
                 "global_batch_tokens": r.global_batch_tokens, "published_layout": {"tp": r.tp, "cp": r.cp, "pp": r.pp,
                                                                                   "dp": x.dp},
-                "scored_as": {"vp": x.vp, "zero": x.zero, "micro_batch": x.micro_batch},
+                "scored_as": {"vp": x.vp, "zero": x.zero, "micro_batch": x.micro_batch, "recompute": self.recompute},
                 "fits": self.fits, "reason": x.reason, "rank": self.rank, "of": self.n_ranked,
                 "predicted_tokens_per_s": round(x.tokens_per_s, 1),
                 "best": None if best is None else {"name": best.name, "tokens_per_s": round(best.tokens_per_s, 1)},
@@ -219,7 +222,7 @@ def compare(run: PublishedRun) -> Comparison:
     result, mine = max(scored, key=lambda pair: (pair[1].reason is None, pair[1].tokens_per_s))
     rank = result.rank_of(mine) if mine.reason is None else None
     best = result.ranked[0] if result.ranked else None
-    return Comparison(run, mine, rank, best, len(result.ranked))
+    return Comparison(run, mine, rank, best, len(result.ranked), result.config.recompute)
 
 
 def compare_all(runs=RUNS) -> tuple[Comparison, ...]:
