@@ -250,8 +250,9 @@ def structural_reason(cfg: PlanConfig, tp: int, cp: int, pp: int, dp: int, zero:
                       cp_kind: str) -> str | None:
     spec = cfg.model
     if spec.n_heads % tp or spec.n_kv_heads % tp:
-        return (f"TP {tp} does not divide the {spec.n_heads} attention heads and {spec.n_kv_heads} key-value heads "
-                "(Megatron-LM splits heads over the TP ranks)")
+        which = (f"the {spec.n_heads} attention heads" if spec.n_heads % tp else
+                 f"the {spec.n_kv_heads} key-value heads")
+        return f"TP {tp} does not divide {which} (Megatron-LM splits heads over the TP ranks)"
     if cfg.seq_len % (2 * cp):
         return f"CP {cp} needs the sequence ({cfg.seq_len}) in 2 x {cp} equal chunks"
     if cp_kind == "ulysses" and spec.n_heads % (tp * cp):
