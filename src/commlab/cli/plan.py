@@ -12,7 +12,8 @@ with the reason instead of being ranked. ``--json`` prints ``layouts`` (ranked, 
 ``memory_GB`` (``parameters``, ``gradients``, ``optimizer_states``, ``activations``, ``total``),
 ``communication_s`` (seconds per step per collective, before overlap), ``communication`` (each item),
 ``exposed_communication_s``, ``terms_s``, ``step_s``, ``tokens_per_s``, ``mfu`` and ``tflops_per_gpu``; and
-``rejected``, each with its ``reason``. ``--published`` holds the planner against published training runs.
+``rejected``, each with its ``reason``. The top-level ``micro_batches`` is ``--micro-batches`` when given, else the
+best layout's (``micro_batches_fixed`` says which). ``--published`` holds the planner against published runs.
 """
 from __future__ import annotations
 
@@ -106,7 +107,8 @@ def plan_json(result) -> dict:
                 "intra_node_link": c.gpu.intra, "inter_node_link": c.gpu.inter},
         "gpus": c.n_gpus, "gpus_per_node": c.gpus_per_node, "nics_per_node": c.nics_per_node,
         "nic_Gbps": c.nic_Gbps, "seq": c.seq_len, "global_batch_tokens": c.global_batch_tokens,
-        "micro_batches": c.n_micro_batches, "recompute": c.recompute, "grad_reduce": c.grad_reduce,
+        "micro_batches": c.n_micro_batches if c.n_micro_batches or not result.ranked else result.ranked[0].micro_batches,
+        "micro_batches_fixed": c.n_micro_batches is not None, "recompute": c.recompute, "grad_reduce": c.grad_reduce,
         "assumed_mfu": round(c.mfu, 4),
         "layouts": [_layout_json(x, i) for i, x in enumerate(result.ranked, start=1)],
         "rejected": [_layout_json(x, None) for x in result.rejected],
