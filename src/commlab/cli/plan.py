@@ -107,7 +107,8 @@ def plan_json(result) -> dict:
                 "intra_node_link": c.gpu.intra, "inter_node_link": c.gpu.inter},
         "gpus": c.n_gpus, "gpus_per_node": c.gpus_per_node, "nics_per_node": c.nics_per_node,
         "nic_Gbps": c.nic_Gbps, "seq": c.seq_len, "global_batch_tokens": c.global_batch_tokens,
-        "micro_batches": c.n_micro_batches if c.n_micro_batches or not result.ranked else result.ranked[0].micro_batches,
+        "micro_batches": (c.n_micro_batches if c.n_micro_batches or not result.ranked
+                          else result.ranked[0].micro_batches),
         "micro_batches_fixed": c.n_micro_batches is not None, "recompute": c.recompute, "grad_reduce": c.grad_reduce,
         "assumed_mfu": round(c.mfu, 4),
         "layouts": [_layout_json(x, i) for i, x in enumerate(result.ranked, start=1)],
