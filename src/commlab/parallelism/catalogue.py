@@ -1,27 +1,41 @@
 """The GPUs and models the layout planner knows (chapter 09, ``commlab plan``), each figure with its source.
 
-A GPU is its memory, its dense BF16 tensor throughput, the link between the GPUs of a node (NVSwitch) and the
-network card each GPU has to other nodes. A model is its shape: what the planner's memory and FLOP counts need.
+A GPU is its memory, its dense BF16 tensor peak, the rate it reaches on large GEMMs (measured, cited), its HBM
+bandwidth, and the node it comes in: GPUs per node on NVSwitch and the NICs of that node to other nodes. A model
+is its shape: what the planner's memory and FLOP counts need; any dense decoder can be given as
+``layers=L,hidden=H,heads=A[,kv_heads=K][,ffn=F][,gated=0|1][,vocab=V]`` (:func:`model`).
 
->>> gpu("H100").memory_GiB, gpu("h100").peak_bf16_TFLOPS, gpu("h100").intra, gpu("h100").inter
-(80.0, 989.0, 'nvswitch3', 'ib-ndr')
->>> model("70b").n_heads, model("70B").n_kv_heads
-(64, 8)
->>> gpu("h800")
+**The achieved GEMM rate.** The planner times the model's FLOPs at ``gemm_TFLOPS``, the Maximum Achievable Matmul
+FLOPS (MAMF) that Stas Bekman's ``mamf-finder.py`` measured for BF16 ``matmul`` on each GPU (the comparison table
+of ml-engineering's accelerator chapter, :data:`MAMF_SOURCE`): 271.2 of 312 TFLOPS on an A100 SXM (86.9 %), 794.5
+of 989 on an H100 SXM (80.3 %; "H200 is the same"), 1745 of 2250 on a B200 (77.6 %). The H800 has the H100's
+compute (NVIDIA cut its NVLink, not its SMs) and takes its figure; the A100 40GB the A100's. These are
+measurements of single GEMMs, never fitted on a training run.
+
+>>> gpu("H100").memory_GiB, gpu("h100").peak_bf16_TFLOPS, gpu("h100").gemm_TFLOPS, gpu("a100").name
+(80.0, 989.0, 794.5, 'a100-80gb')
+>>> model("70b").n_heads, model("70B").n_kv_heads, model("layers=2,hidden=1024,heads=8").n_params
+(64, 8, 25165824)
+>>> gpu("h900")
 Traceback (most recent call last):
 ...
-commlab.errors.CommlabError: unknown GPU 'h800'; known GPUs: a100, h100, h200, b200
+commlab.errors.CommlabError: unknown GPU 'h900'; known GPUs: a100-40gb, a100-80gb (a100), h100, h800, h200, b200
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from commlab.errors import CommlabError
+
+MAMF_SOURCE = ("Stas Bekman, ml-engineering, 'Maximum Achievable Matmul FLOPS comparison table' (BF16 matmul, "
+               "mamf-finder.py): https://github.com/stas00/ml-engineering/blob/master/compute/accelerator/README.md"
+               "#maximum-achievable-matmul-flops-comparison-table")
 
 
 @dataclass(frozen=True)
 class GpuSpec:
-    """One GPU model as the planner sees it."""
+    """One GPU model as the planner sees it, in the node it usually comes in."""
 
     name: str
     title: str
@@ -32,9 +46,25 @@ class GpuSpec:
     intra: str
     """commlab.hardware link between the GPUs of one node."""
     inter: str
-    """commlab.hardware link of the network card each GPU has to other nodes."""
+    """commlab.hardware link of one NIC to other nodes."""
     gpus_per_node: int
     source: str
+    gemm_TFLOPS: float = 0.0
+    """Measured BF16 rate of large GEMMs (MAMF, module docstring)."""
+    gemm_source: str = MAMF_SOURCE
+    hbm_TBps: float = 0.0
+    """HBM bandwidth, 1e12 bytes/s (datasheet)."""
+    nics_per_node: int = 8
+    nic_Gbps: float = 400.0
+    net: str = "ib"
+    """Network kind for NCCL's model (commlab.cost.machine.NETS)."""
+    cluster_gpu: str = ""
+    """The GPU's name in commlab.cost.machine.GPUS (its NVLink links for NCCL's model)."""
+
+    @property
+    def gemm_fraction(self) -> float:
+        """gemm_TFLOPS / peak_bf16_TFLOPS."""
+        return self.gemm_TFLOPS / self.peak_bf16_TFLOPS
 
 
 @dataclass(frozen=True)
@@ -51,42 +81,87 @@ class ModelSpec:
     """Key-value heads (grouped-query attention); equal to n_heads for multi-head attention."""
     vocab: int
     source: str
+    ffn: int = 0
+    """MLP inner width (0: 4 h)."""
+    gated: bool = False
+    """A gated MLP (SwiGLU: three matrices h x f) instead of two."""
+    global_batch_tokens: int = 4 * 2**20
+    """Tokens per optimizer step the model was trained with (the planner's default)."""
+    seq_len: int = 4096
+    """The sequence length the model was trained with (the planner's default)."""
 
-    @property
+    @cached_property
     def kv_hidden(self) -> int:
         """Width of K (or V) per token: h x kv_heads / heads."""
         return self.hidden * self.n_kv_heads // self.n_heads
 
+    @property
+    def ffn_width(self) -> int:
+        return self.ffn or 4 * self.hidden
 
+    @cached_property
+    def layer_params(self) -> int:
+        """Weights of one layer: Q and O (h x h each), K and V (h x h_kv each), the MLP (2 or 3 x h x f)."""
+        h = self.hidden
+        return 2 * h * h + 2 * h * self.kv_hidden + (3 if self.gated else 2) * h * self.ffn_width
+
+    @cached_property
+    def embedding_params(self) -> int:
+        """One vocabulary matrix, V x h (the input embedding; the output layer has another)."""
+        return self.vocab * self.hidden
+
+
+_SXM_A100 = ("NVIDIA A100 datasheet: {mem} HBM2e, 312 TFLOPS BF16 dense, {bw} TB/s; DGX A100: 8 GPUs on NVSwitch gen "
+             "2, 8x ConnectX-6 HDR 200 Gb/s for the compute fabric (DGX A100 user guide): "
+             "https://www.nvidia.com/en-us/data-center/a100/")
 _GPUS = (
-    GpuSpec("a100", "A100 SXM4 80GB", 80.0, 312.0, "nvswitch2", "ib-hdr", 8,
-            "NVIDIA A100 datasheet: 80 GB HBM2e, 312 TFLOPS BF16 dense; DGX A100: NVSwitch gen 2, "
-            "8x ConnectX-6 HDR 200 Gb/s, one per GPU"),
+    GpuSpec("a100-40gb", "A100 SXM4 40GB", 40.0, 312.0, "nvswitch2", "ib-hdr", 8,
+            _SXM_A100.format(mem="40 GB", bw="1.555"), 271.2, hbm_TBps=1.555, nic_Gbps=200.0, cluster_gpu="a100"),
+    GpuSpec("a100-80gb", "A100 SXM4 80GB", 80.0, 312.0, "nvswitch2", "ib-hdr", 8,
+            _SXM_A100.format(mem="80 GB", bw="2.039"), 271.2, hbm_TBps=2.039, nic_Gbps=200.0, cluster_gpu="a100"),
     GpuSpec("h100", "H100 SXM5 80GB", 80.0, 989.0, "nvswitch3", "ib-ndr", 8,
-            "NVIDIA H100 datasheet: 80 GB HBM3, 989 TFLOPS BF16 dense; DGX H100: NVSwitch gen 3 (NVLink 4), "
-            "8x ConnectX-7 NDR 400 Gb/s, one per GPU"),
+            "NVIDIA H100 datasheet: 80 GB HBM3, 3.35 TB/s, 989 TFLOPS BF16 dense; DGX H100 user guide: NVSwitch "
+            "gen 3 (NVLink 4, 900 GB/s), 8x ConnectX-7 NDR 400 Gb/s, one per GPU: "
+            "https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html", 794.5, hbm_TBps=3.35,
+            cluster_gpu="h100"),
+    GpuSpec("h800", "H800 SXM5 80GB", 80.0, 989.0, "nvswitch3", "ib-ndr", 8,
+            "NVIDIA H800: the H100 SXM5 with NVLink cut to 400 GB/s (8 links) for export, 80 GB HBM3; DeepSeek-V3 "
+            "(arXiv 2412.19437, sec. 3.1): 2048 H800, 8 per node on NVLink/NVSwitch, InfiniBand between nodes; "
+            "8 x 400 Gb/s per node assumed as on DGX H100", 794.5, hbm_TBps=3.35, cluster_gpu="h800"),
     GpuSpec("h200", "H200 SXM 141GB", 141.0, 989.0, "nvswitch3", "ib-ndr", 8,
-            "NVIDIA H200 datasheet: 141 GB HBM3e, 989 TFLOPS BF16 dense; HGX H200: NVLink 4 through NVSwitch, "
-            "ConnectX-7 NDR 400 Gb/s per GPU"),
+            "NVIDIA H200 datasheet: 141 GB HBM3e, 4.8 TB/s, 989 TFLOPS BF16 dense; DGX H200: NVLink 4 through "
+            "NVSwitch, 8x ConnectX-7 400 Gb/s: https://www.nvidia.com/en-us/data-center/h200/", 794.5,
+            hbm_TBps=4.8, cluster_gpu="h200"),
     GpuSpec("b200", "B200 180GB", 180.0, 2250.0, "nvswitch4", "ib-ndr", 8,
-            "NVIDIA DGX B200 datasheet: 1440 GB for 8 GPUs, 72 PFLOPS FP8 training (2.25 PFLOPS BF16 dense per "
-            "GPU); NVLink 5 through NVSwitch; 8x ConnectX-7 400 Gb/s"),
+            "NVIDIA DGX B200 datasheet: 1440 GB for 8 GPUs, 64 TB/s HBM3e (8 TB/s each), 72 PFLOPS FP8 training "
+            "(2.25 PFLOPS BF16 dense per GPU); NVLink 5 through NVSwitch; 8x ConnectX-7 400 Gb/s: "
+            "https://www.nvidia.com/en-us/data-center/dgx-b200/", 1745.0, hbm_TBps=8.0, cluster_gpu="b200"),
 )
+_ALIASES = {"a100": "a100-80gb"}
 
+_M = 2**20
 _MODELS = (
     ModelSpec("1.3B", "GPT-3 XL", 1_300_000_000, 2048, 24, 24, 24, 50257,
-              "Brown et al. 2020, 'Language Models are Few-Shot Learners', table 2.1"),
+              "Brown et al. 2020, 'Language Models are Few-Shot Learners', table 2.1 (batch 1M tokens)",
+              global_batch_tokens=1 * _M, seq_len=2048),
     ModelSpec("7B", "Llama 2 7B", 6_738_415_616, 4096, 32, 32, 32, 32000,
-              "Touvron et al. 2023, 'Llama 2', table 1 and the released config (llama-2-7b)"),
+              "Touvron et al. 2023, 'Llama 2' (arXiv 2307.09288), table 1 and sec. 2.2 (4M-token batches), and the "
+              "released config (llama-2-7b)", ffn=11008, gated=True),
     ModelSpec("13B", "Llama 2 13B", 13_015_864_320, 5120, 40, 40, 40, 32000,
-              "Touvron et al. 2023, 'Llama 2', and the released config (llama-2-13b)"),
+              "Touvron et al. 2023, 'Llama 2' (arXiv 2307.09288), and the released config (llama-2-13b)",
+              ffn=13824, gated=True),
     ModelSpec("70B", "Llama 2 70B", 68_976_648_192, 8192, 80, 64, 8, 32000,
-              "Touvron et al. 2023, 'Llama 2' (grouped-query attention, 8 KV heads), released config (llama-2-70b)"),
+              "Touvron et al. 2023, 'Llama 2' (arXiv 2307.09288; grouped-query attention, 8 KV heads), released "
+              "config (llama-2-70b)", ffn=28672, gated=True),
     ModelSpec("175B", "GPT-3", 175_000_000_000, 12288, 96, 96, 96, 50257,
-              "Brown et al. 2020, 'Language Models are Few-Shot Learners', table 2.1"),
+              "Brown et al. 2020, 'Language Models are Few-Shot Learners', table 2.1 (batch 3.2M tokens)",
+              global_batch_tokens=1536 * 2048, seq_len=2048),
     ModelSpec("405B", "Llama 3.1 405B", 405_000_000_000, 16384, 126, 128, 8, 128256,
-              "Llama Team 2024, 'The Llama 3 Herd of Models', table 3"),
+              "Llama Team 2024, 'The Llama 3 Herd of Models' (arXiv 2407.21783), table 3; 16M-token batches at "
+              "8,192 tokens (table 4)", ffn=53248, gated=True, global_batch_tokens=16 * _M, seq_len=8192),
 )
+
+MODEL_FIELDS = ("layers", "hidden", "heads", "kv_heads", "ffn", "gated", "vocab")
 
 
 def gpu_names() -> tuple[str, ...]:
@@ -98,20 +173,69 @@ def model_names() -> tuple[str, ...]:
 
 
 def gpu(name: str | GpuSpec) -> GpuSpec:
-    """A GPU by name (case ignored); an unknown name lists the known ones."""
+    """A GPU by name (case ignored; ``a100`` is the 80 GB A100); an unknown name lists the known ones."""
     if isinstance(name, GpuSpec):
         return name
+    key = str(name).strip().lower()
+    key = _ALIASES.get(key, key)
     for item in _GPUS:
-        if item.name == str(name).strip().lower():
+        if item.name == key:
             return item
-    raise CommlabError(f"unknown GPU {name!r}; known GPUs: {', '.join(gpu_names())}")
+    known = ", ".join(g.name + "".join(f" ({a})" for a, t in _ALIASES.items() if t == g.name) for g in _GPUS)
+    raise CommlabError(f"unknown GPU {name!r}; known GPUs: {known}")
+
+
+def _whole_field(text: str, key: str, value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    low = 0 if key == "gated" else 1
+    if number < low or (key == "gated" and number > 1):
+        expected = "0 or 1" if key == "gated" else "a whole number >= 1"
+        raise CommlabError(f"--model {text!r}: {key} must be {expected}, got {value!r}")
+    return number
+
+
+def custom_model(text: str) -> ModelSpec:
+    """``layers=L,hidden=H,heads=A[,kv_heads=K][,ffn=F][,gated=0|1][,vocab=V]``: parameters from the shape."""
+    values: dict[str, int] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        key, eq, value = part.partition("=")
+        key = key.strip().lower()
+        if not eq or key not in MODEL_FIELDS:
+            raise CommlabError(f"--model {text!r}: unknown field {key!r}; the fields are {', '.join(MODEL_FIELDS)} "
+                               f"(layers, hidden and heads required), or a preset: {', '.join(model_names())}")
+        values[key] = _whole_field(text, key, value.strip())
+    missing = [k for k in ("layers", "hidden", "heads") if k not in values]
+    if missing:
+        raise CommlabError(f"--model {text!r}: needs {', '.join(missing)} (fields: {', '.join(MODEL_FIELDS)})")
+    h, heads = values["hidden"], values["heads"]
+    kv = values.get("kv_heads", heads)
+    if h % heads or heads % kv:
+        raise CommlabError(f"--model {text!r}: heads={heads} must divide hidden={h} and kv_heads={kv} must divide "
+                           f"heads")
+    gated = bool(values.get("gated", 0))
+    ffn = values.get("ffn", 0)
+    shell = ModelSpec("custom", "", 0, h, values["layers"], heads, kv, values.get("vocab", 0), "", ffn=ffn,
+                      gated=gated)
+    n_params = shell.n_layers * shell.layer_params + 2 * shell.embedding_params
+    title = f"{n_params / 1e9:.1f}B ({text})"
+    return ModelSpec(text, title, n_params, h, shell.n_layers, heads, kv, shell.vocab,
+                     "given on the command line; parameters counted from the shape (untied embeddings)", ffn=ffn,
+                     gated=gated)
 
 
 def model(name: str | ModelSpec) -> ModelSpec:
-    """A model by size ("70B", "70b"); an unknown size lists the known ones."""
+    """A model by size ("70B", "70b") or by shape (``layers=...``, :func:`custom_model`); an unknown size lists
+    the known ones."""
     if isinstance(name, ModelSpec):
         return name
+    text = str(name).strip()
+    if "=" in text:
+        return custom_model(text)
     for item in _MODELS:
-        if item.name.lower() == str(name).strip().lower():
+        if item.name.lower() == text.lower():
             return item
-    raise CommlabError(f"unknown model {name!r}; known models: {', '.join(model_names())}")
+    raise CommlabError(f"unknown model {name!r}; known models: {', '.join(model_names())}, or "
+                       f"layers=L,hidden=H,heads=A[,kv_heads=K][,ffn=F][,gated=0|1][,vocab=V]")

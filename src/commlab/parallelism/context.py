@@ -3,8 +3,8 @@
 Each rank of a context-parallel group keeps s/c tokens of every sequence for the whole layer (unlike SP, which
 splits only the norms and dropout). Everything but attention is token by token, so it needs nothing from the
 other ranks; attention needs every token's keys and values. Two ways to bring them, per layer and micro-batch,
-with K_b = b (s/c) w dtype_nbytes one rank's block of keys (w = ``ModelConfig.kv_width``: h, or less with
-grouped-query attention) and the same again for values:
+with K_b = b (s/c) (w/t) dtype_nbytes one rank's block of keys (w = ``ModelConfig.kv_width``: h, or less with
+grouped-query attention; t-way TP leaves each rank w/t of it, its share of the heads) and the same again for values:
 
 | kind | primitive | forward | backward |
 | --- | --- | --- | --- |
@@ -38,8 +38,9 @@ def _layers_per_stage(model: ModelConfig, par: ParallelConfig) -> int:
 
 
 def kv_block_nbytes(model: ModelConfig, par: ParallelConfig) -> int:
-    """One rank's keys and values for one micro-batch: 2 b (s/c) w dtype_nbytes (w = kv_width)."""
-    return round(2 * model.micro_batch * model.seq_len / par.cp * model.kv_width * model.dtype_nbytes)
+    """One rank's keys and values for one micro-batch: 2 b (s/c) (w/t) dtype_nbytes (w = kv_width; with TP each
+    rank holds h_kv/t of the K/V width, its share of the heads)."""
+    return round(2 * model.micro_batch * model.seq_len / par.cp * model.kv_width / par.tp * model.dtype_nbytes)
 
 
 def cp_traffic(model: ModelConfig, par: ParallelConfig) -> Traffic:
@@ -65,7 +66,7 @@ def _ring(model: ModelConfig, par: ParallelConfig, per_layer: int) -> Traffic:
 
 
 def _ulysses(model: ModelConfig, par: ParallelConfig, per_layer: int) -> Traffic:
-    tokens = model.micro_batch * model.seq_len / par.cp * model.dtype_nbytes
+    tokens = model.micro_batch * model.seq_len / par.cp * model.dtype_nbytes / par.tp     # each TP rank: its heads
     qkv, out = round(tokens * (model.hidden + 2 * model.kv_width)), round(tokens * model.hidden)
     items = [TrafficItem("CP", "all_to_all", "Q, K and V", "per layer, forward: sequence split to head split", qkv,
                          per_layer, par.cp),

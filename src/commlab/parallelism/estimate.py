@@ -1,51 +1,76 @@
 """The planner's estimate of one training step for a layout (chapter 09, ``commlab plan``).
 
-**Compute.** A micro-batch of b sequences of s tokens costs 6 N b s FLOPs for the weights (forward 2, backward
-4) plus 12 b s^2 h L for attention's scores and their use: the model FLOPs 72 b s h^2 L (1 + s/(6h)) of
-Korthikanti et al. 2022 (sec. 6), whose s-dependent part is 12 b s^2 h L. Selective recomputation adds
-attention's core forward again (Q K^T and the scores times V: 4 b s^2 h L); full recomputation the whole
-forward, 2 N b s + 4 b s^2 h L: 96 instead of 72 in the same count (Narayanan et al. SC21, eq. 3, counts
-96 b s h^2 L because it recomputes). A GPU does 1/(t c p) of it at ``mfu`` x its dense BF16 peak (an assumption:
-40 % is typical).
+**Compute.** A token costs 6 N FLOPs for the weights (forward 2, backward 4) plus 12 s h L for attention's
+scores and their use: the model FLOPs 72 b s h^2 L (1 + s/(6h)) of Korthikanti et al. 2022 (sec. 6) for
+N = 12 h^2 L, and PaLM's 6N + 12 L h s (Chowdhery et al. 2022, appendix B), the standard count of MFU.
+Selective recomputation adds attention's core forward again (4 s h L per token); full recomputation the whole
+forward (2 N + 4 s h L): Narayanan et al. SC21, eq. 3, counts 96 b s h^2 L because it recomputes. A GPU does
+1/(t c) of a stage's work at ``gpu.gemm_TFLOPS``, the rate measured for large BF16 GEMMs on that GPU
+(:mod:`commlab.parallelism.catalogue`). Attention's core is counted in full at that rate: FlashAttention skips
+the masked half of a causal attention but runs the rest at about half the GEMM rate ("50-73% of the
+theoretical maximum FLOPs/s on A100", Dao 2023, arXiv 2307.08691), which costs about the same time.
 
-**Communication, placed.** Megatron-LM's rank order puts TP innermost (consecutive GPUs), then CP, then DP,
-then PP outermost; a group that fits in one node uses the NVSwitch link, one that spans nodes the network
-card of each GPU. Each item of :func:`commlab.parallelism.traffic` is timed with the ring alpha-beta model on
-its link.
+**The roofline.** A GEMM of n tokens against a layer's w = P_layer / t weights does 2 n w FLOPs and reads at
+least the 2 w bytes of its BF16 weights; below n of about rate / HBM bandwidth (300 tokens on an H100, 130 on an
+A100) it waits on HBM, not on the tensor cores, and the weight-gradient GEMM also reads and writes its
+accumulated gradient (2 x 4 bytes per weight in FP32). Each GEMM takes the longer of the two times (Williams,
+Waterman and Patterson, "Roofline", CACM 2009), which is what makes tiny micro-batches and deep context
+parallelism slow.
 
-**Exposure.** TP and PP transfers and Ulysses' all-to-alls sit between computations: fully exposed. Ring
-attention hides each K/V step behind the attention of the block at hand (4 b (s/c)^2 h / t FLOPs forward, twice
-that backward). Data-parallel collectives hide behind compute, each against the window it can use:
+**Memory-bound kernels.** Norms, residual adds and the MLP's activation read and write their tensors from HBM
+(at ``gpu.hbm_TBps``, the datasheet's): per token of a layer's forward about 20 h bytes (two norms, read and
+write, and two residual adds: 2 x 4h + 2 x 6h; split over TP only with sequence parallelism), 4 f (GeLU: read
+and write f) or 6 f (SwiGLU: read 2f, write f) split over TP, and, where attention materialises its scores
+(``attention="softmax"``: Megatron-LM's fused softmax before FlashAttention), 13 a s / t more (the scores
+written, softmax read and written, dropout read, written and its mask, read by the second matmul, 2 bytes each
+but the 1-byte mask). The backward moves about twice the forward's bytes, recomputation the forward's again.
 
-| stage | collective | window |
+**Communication, placed.** Megatron-LM's rank order puts TP innermost, then CP, then DP, then PP; every
+collective is timed by :class:`commlab.parallelism.network.Network` on the cluster model (NCCL's algorithm,
+the node's NICs shared by the groups beside it). Per micro-batch on the busiest stage:
+
+| term | when | hidden behind |
 | --- | --- | --- |
-| DDP | all-reduce once per step | the last micro-batch's backward |
-| ZeRO-1 | reduce-scatter once; all-gather once | last backward; the next step's first forward |
-| ZeRO-2 | reduce-scatter every micro-batch; all-gather once | each backward; the first forward |
-| ZeRO-3 | per micro-batch: all-gathers, reduce-scatter | its forward; its backward |
+| TP with SP: 2 all-gathers + 2 reduce-scatters of b (s/c) h | each layer, both passes | nothing (Megatron's default) |
+| CP ring: c-1 sends of K and V (2 b (s/c) h_kv/t) | each layer | the attention of the block held |
+| CP Ulysses: all-to-alls of Q, K, V and the output | each layer | nothing |
+| PP: a send of b (s/c) h/t each way per model chunk | each micro-batch | nothing |
+| ZeRO-3: all-gather of a layer's BF16 weights, reduce-scatter of its gradients | each layer | its compute (prefetch) |
+| ZeRO-2: reduce-scatter of the stage's gradients | each micro-batch | its backward |
 
-A pipeline step is (m + p - 1) slots of one micro-batch's compute plus its exposed TP, CP and PP time (the
-bubble, chapter 9's (p-1)/(m+p-1)); the exposed DP time is added once.
+Once per step: DDP's all-reduce (or ZeRO-1's reduce-scatter) of the gradients overlaps the last micro-batch's
+backward, the all-gather of updated parameters the next step's first forward; the optimizer (FP32 Adam)
+reads and writes about 30 bytes per parameter of its shard at HBM speed. Gradients travel in FP32 (4 bytes,
+Megatron-LM's default ``--grad-reduce-in-fp32`` / ``accumulate_allreduce_grads_in_fp32`` for BF16) or BF16.
+
+**The pipeline.** With p stages, v model chunks each (interleaved 1F1B) and m micro-batches, a step is
+(m + (p-1)/v) slots of the busiest stage (the bubble (p-1)/(v m), Narayanan et al. SC21 sec. 2.2), plus the
+exposed once-per-step terms.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from commlab.hardware import Link, link as find_link
+from commlab.cluster.groups import group_span
 from commlab.parallelism.catalogue import GpuSpec, ModelSpec
-from commlab.parallelism.config import ModelConfig, ParallelConfig
-from commlab.parallelism.strategies import traffic
+from commlab.parallelism.network import Network
+from commlab.parallelism.stages import stage_layers
+
+ADAM_BYTES_PER_PARAM = 30
+"""FP32 Adam's HBM traffic per parameter: master weight, momentum, variance read and written (24), the FP32
+gradient read (4), the BF16 weight written (2)."""
 
 
 @dataclass(frozen=True)
 class Placed:
-    """One traffic item on the link its group uses."""
+    """One collective of a step on the cluster: per call and per step before any overlap."""
 
     strategy: str
     primitive: str
     what: str
     when: str
     link: str
+    """"<algorithm>, <bottleneck level>" from the cluster model (``ring, nic``, ``nvls-tree, nvlink``, ...)."""
     n_ranks: int
     calls_per_step: int
     nbytes_per_call: int
@@ -53,85 +78,188 @@ class Placed:
 
 
 @dataclass(frozen=True)
+class Shape:
+    """One layout's degrees and batch split."""
+
+    tp: int
+    cp: int
+    pp: int
+    dp: int
+    zero: int
+    vp: int
+    micro_batch: int
+    micro_batches: int
+    cp_kind: str = "ring"
+
+
+@dataclass(frozen=True)
 class StepEstimate:
-    forward_s: float
-    """One micro-batch's forward on one GPU."""
-    backward_s: float
-    """Its backward (with any recomputation)."""
-    slot_s: float
-    """Forward + backward + exposed TP, CP and PP time of one micro-batch."""
-    dp_exposed_s: float
     step_s: float
+    compute_s: float
+    """Busiest stage's forward and backward of all micro-batches, recomputation included."""
+    bubble_s: float
+    terms_s: dict
+    """Seconds per step of each exposed term: "TP", "CP", "PP", "ZeRO-3", "DP", "optimizer"."""
     placed: tuple[Placed, ...]
+    model_flops: float
+    hardware_flops: float
+
+
+def flops_per_token(spec: ModelSpec, seq_len: int, recompute: str) -> tuple[float, float]:
+    """(model FLOPs, FLOPs done with recomputation) per token over the whole model (module docstring)."""
+    model = 6 * spec.n_params + 12 * seq_len * spec.hidden * spec.n_layers
+    core = 4 * seq_len * spec.hidden * spec.n_layers
+    extra = {"none": 0.0, "selective": core, "full": 2 * spec.n_params + core}[recompute]
+    return model, model + extra
 
 
 def flops_per_micro_batch(spec: ModelSpec, seq_len: int, micro_batch: int, recompute: str) -> tuple[float, float]:
-    """(forward, backward) FLOPs of one micro-batch over the whole model (module docstring)."""
+    """(forward, backward) FLOPs of one micro-batch over the whole model; the backward carries recomputation."""
     weights = 2 * spec.n_params * micro_batch * seq_len
     scores = 4 * micro_batch * seq_len**2 * spec.hidden * spec.n_layers
     extra = {"none": 0.0, "selective": scores, "full": weights + scores}[recompute]
     return weights + scores, 2 * (weights + scores) + extra
 
 
-def group_link(par: ParallelConfig, strategy: str, gpus_per_node: int, gpu: GpuSpec) -> Link:
-    """The link a strategy's group crosses, ranks ordered TP, CP, DP, PP from innermost (Megatron-LM)."""
-    span = {"TP": par.tp, "SP": par.tp, "CP": par.tp * par.cp, "PP": par.world_size}.get(
-        strategy, par.tp * par.cp * par.dp)                              # DP and ZeRO: the dp x cp group
-    return find_link(gpu.intra if span <= gpus_per_node else gpu.inter)
+def _stage_params(spec: ModelSpec, layers: int, first: bool, last: bool) -> float:
+    return layers * spec.layer_params + spec.embedding_params * (int(first) + int(last))
 
 
-def place(model: ModelConfig, par: ParallelConfig, gpus_per_node: int, gpu: GpuSpec) -> tuple[Placed, ...]:
-    out = []
-    for item in traffic(model, par):
-        on = group_link(par, item.strategy, gpus_per_node, gpu)
-        out.append(Placed(item.strategy, item.primitive, item.what, item.when, on.name, item.n_ranks,
-                          item.calls_per_step, item.nbytes_per_call, item.time_s(on)))
-    return tuple(out)
+def elementwise_bytes_per_token(spec: ModelSpec, seq_len: int, tp: int, sp: bool, attention: str) -> float:
+    """HBM bytes one GPU's memory-bound kernels move per token of one layer's forward (module docstring)."""
+    h, f, t = spec.hidden, spec.ffn_width, tp
+    norms_residuals = 20 * h / (t if sp else 1)
+    mlp = (6 if spec.gated else 4) * f / t
+    scores = 13 * spec.n_heads * seq_len / t if attention == "softmax" else 0.0
+    return norms_residuals + mlp + scores
 
 
-def _cp_ring_exposed_s(placed, spec: ModelSpec, par: ParallelConfig, model: ModelConfig, flops_s: float) -> float:
-    """Per micro-batch: each ring step's K/V transfer beyond the attention it overlaps."""
-    ring = [p for p in placed if p.strategy == "CP"]
-    if not ring or par.cp_kind != "ring":
-        return sum(p.time_s for p in ring) / model.n_micro_batches
-    step_s = ring[0].time_s / ring[0].calls_per_step
-    s_block = model.micro_batch * (model.seq_len / par.cp) ** 2 * spec.hidden / par.tp
-    attention_fwd_s, attention_bwd_s = 4 * s_block / flops_s, 8 * s_block / flops_s
-    per_layer = (par.cp - 1) * (max(0.0, step_s - attention_fwd_s) + max(0.0, 2 * step_s - attention_bwd_s))
-    if par.recompute == "full":
-        per_layer += (par.cp - 1) * max(0.0, step_s - attention_fwd_s)
-    return per_layer * model.n_layers / par.pp
+def estimate_step(spec: ModelSpec, gpu: GpuSpec, net: Network, x: Shape, seq_len: int, recompute: str,
+                  grad_nbytes: int, sp: bool = True, attention: str = "flash") -> StepEstimate:
+    """One optimizer step of ``spec`` laid out as ``x`` (module docstring)."""
+    t, c, p, d, v, b, m = x.tp, x.cp, x.pp, x.dp, x.vp, x.micro_batch, x.micro_batches
+    h, s, gpn = spec.hidden, seq_len, net.gpus_per_node
+    rate = gpu.gemm_TFLOPS * 1e12
+    tokens_mb = b * s
+    share = t * c
+    layer_gemm = 2 * spec.layer_params * tokens_mb / share
+    layer_core = 4 * s * h * tokens_mb / share
+    hbm = gpu.hbm_TBps * 1e12
+    w = spec.layer_params / t                          # one layer's weights on this GPU
+    gemm_s = max(layer_gemm / rate, 2 * w / hbm)       # the roofline: a GEMM also reads its BF16 weights
+    wgrad_s = max(layer_gemm / rate, 2 * grad_nbytes * w / hbm)   # and the weight gradient is accumulated
+    core_s = layer_core / rate
+    fwd_bytes = elementwise_bytes_per_token(spec, s, t, sp and t > 1, attention) * tokens_mb / c
+    score_bytes = (13 * spec.n_heads * s / t if attention == "softmax" else 0.0) * tokens_mb / c
+    extra_s = {"none": 0.0, "selective": core_s + score_bytes / hbm, "full": gemm_s + core_s + fwd_bytes / hbm}[
+        recompute]
+    layer_fwd_s = gemm_s + core_s + fwd_bytes / hbm
+    layer_bwd_s = gemm_s + wgrad_s + 2 * core_s + 2 * fwd_bytes / hbm + extra_s
+    out_fwd_s = 2 * spec.embedding_params * tokens_mb / share / rate       # the output layer (logits)
+    counts = stage_layers(spec.n_layers, p)
+    placed: list[Placed] = []
 
+    def add(strategy, primitive, what, when, link, n, calls, nbytes, per_call_s):
+        placed.append(Placed(strategy, primitive, what, when, link, n, calls, int(nbytes), calls * per_call_s))
 
-def _dp_exposed_s(placed, par: ParallelConfig, m: int, fwd_s: float, bwd_s: float) -> float:
-    times = {(p.primitive, p.when.split(",")[0]): p.time_s / p.calls_per_step
-             for p in placed if p.strategy in ("DP", "ZeRO-1", "ZeRO-2", "ZeRO-3")}
-    if not times:
-        return 0.0
-    if par.zero == 0:
-        return max(0.0, sum(times.values()) - bwd_s)
-    if par.zero in (1, 2):
-        rs = next(t for (prim, _), t in times.items() if prim == "reduce_scatter")
-        ag = next(t for (prim, _), t in times.items() if prim == "all_gather")
-        per_rs = max(0.0, rs - bwd_s)
-        return (m if par.zero == 2 else 1) * per_rs + max(0.0, ag - fwd_s)
-    layers = [p for p in placed if p.strategy == "ZeRO-3"]
-    per_mb = {p.when: p.time_s / m for p in layers}
-    before_fwd = sum(t for w, t in per_mb.items() if "forward" in w)
-    in_bwd = sum(t for w, t in per_mb.items() if "forward" not in w)
-    return m * (max(0.0, before_fwd - fwd_s) + max(0.0, in_bwd - bwd_s))
+    # TP with sequence parallelism: 2 all-gathers + 2 reduce-scatters per layer and pass
+    act = b * (s / c) * h * 2
+    passes = 3 if recompute == "full" else 2
+    tp_layer_s = 0.0
+    if t > 1:
+        for op in (("all_gather", "reduce_scatter") if sp else ("all_reduce",)):
+            one, link = net.collective_s(op, act, t, 1)
+            tp_layer_s += 2 * passes * one
+            add("SP" if sp else "TP", op, "activations", f"2 per layer, {passes} passes", link, t,
+                2 * passes * max(counts) * m, act, one)
+    # CP
+    cp_layer_s = 0.0
+    if c > 1:
+        kv_width = spec.kv_hidden / t
+        if x.cp_kind == "ring":
+            block = 2 * b * (s / c) * kv_width * 2
+            per_node, nodes = group_span(c, t, gpn)
+            # across nodes, the node's NICs carry one crossing send per CP group on it: gpn / per_node of them
+            one, link = net.p2p_s(block / per_node, gpn) if nodes > 1 else net.p2p_s(block, t)
+            attn = 4 * b * (s / c) ** 2 * h / t / rate
+            steps = c - 1
+            cp_layer_s = steps * (max(0.0, one - attn) + max(0.0, 2 * one - 2 * attn))
+            if recompute == "full":
+                cp_layer_s += steps * max(0.0, one - attn)
+            add("CP", "sendrecv", "K and V blocks (and their gradients)", "per layer, c-1 ring steps", link, c,
+                3 * steps * max(counts) * m, block, one)
+        else:
+            qkv = b * (s / c) * (h + 2 * spec.kv_hidden) / t * 2
+            out = b * (s / c) * h / t * 2
+            one_qkv, link = net.collective_s("all_to_all", qkv, c, t)
+            one_out, _ = net.collective_s("all_to_all", out, c, t)
+            cp_layer_s = (2 + (1 if recompute == "full" else 0)) * (one_qkv + one_out)
+            add("CP", "all_to_all", "Q, K, V and attention output", "per layer, forward and backward", link, c,
+                4 * max(counts) * m, qkv, (one_qkv + one_out) / 2)
+    # ZeRO-3: a layer's parameters gathered before its forward and backward, its gradients reduce-scattered
+    dp_group, dp_stride = d * c, t
+    z3_fwd = z3_bwd = 0.0
+    if x.zero == 3 and dp_group > 1:
+        layer_w = spec.layer_params / t
+        ag, link = net.collective_s("all_gather", layer_w * 2, dp_group, dp_stride)
+        rs, _ = net.collective_s("reduce_scatter", layer_w * grad_nbytes, dp_group, dp_stride)
+        z3_fwd, z3_bwd = max(0.0, ag - layer_fwd_s), max(0.0, ag + rs - layer_bwd_s)
+        add("ZeRO-3", "all_gather", "parameters", "per layer, before its forward and its backward", link, dp_group,
+            2 * max(counts) * m, layer_w * 2, ag)
+        add("ZeRO-3", "reduce_scatter", "gradients", "per layer, after its backward", link, dp_group,
+            max(counts) * m, layer_w * grad_nbytes, rs)
+    # PP: one send each way per model chunk and micro-batch
+    pp_mb_s = 0.0
+    if p > 1:
+        send = b * (s / c) * h / (t if sp else 1) * 2
+        one, link = net.p2p_s(send, t * c * d)
+        pp_mb_s = 2 * v * one
+        add("PP", "sendrecv", "activations and their gradients", "per micro-batch and model chunk, each way", link,
+            2, 2 * v * m, send, one)
 
+    # the busiest stage's slot: compute plus what it cannot hide
+    slot_s, slot_compute_s, slot_terms = 0.0, 0.0, {}
+    for i in sorted({0, min(1, p - 1), p - 1}):          # the ends and one middle stage (the middles are alike)
+        n, last = counts[i], i == p - 1
+        compute = n * (layer_fwd_s + layer_bwd_s) + (3 * out_fwd_s if last else 0.0)
+        terms = {"TP": n * tp_layer_s, "CP": n * cp_layer_s, "ZeRO-3": n * (z3_fwd + z3_bwd), "PP": pp_mb_s}
+        total = compute + sum(terms.values())
+        if total > slot_s:
+            slot_s, slot_compute_s, slot_terms = total, compute, terms
+    stage_p = max(_stage_params(spec, counts[i], i == 0, i == p - 1) for i in {0, min(1, p - 1), p - 1}) / t
+    stage_bwd_s = max(counts) * layer_bwd_s
+    stage_fwd_s = max(counts) * layer_fwd_s
 
-def estimate_step(spec: ModelSpec, model: ModelConfig, par: ParallelConfig, gpu: GpuSpec, gpus_per_node: int,
-                  mfu: float) -> StepEstimate:
-    """Time of one optimizer step of ``model`` under ``par`` (module docstring)."""
-    flops_s = gpu.peak_bf16_TFLOPS * 1e12 * mfu
-    share = par.tp * par.cp * par.pp
-    f_fwd, f_bwd = flops_per_micro_batch(spec, model.seq_len, model.micro_batch, par.recompute)
-    fwd_s, bwd_s = f_fwd / share / flops_s, f_bwd / share / flops_s
-    placed = place(model, par, gpus_per_node, gpu)
-    m = model.n_micro_batches
-    on_path = sum(p.time_s for p in placed if p.strategy in ("TP", "SP", "PP")) / m
-    slot = fwd_s + bwd_s + on_path + _cp_ring_exposed_s(placed, spec, par, model, flops_s)
-    dp_s = _dp_exposed_s(placed, par, m, fwd_s, bwd_s)
-    return StepEstimate(fwd_s, bwd_s, slot, dp_s, (m + par.pp - 1) * slot + dp_s, placed)
+    # ZeRO-2: a reduce-scatter of the stage's gradients after every micro-batch, hidden by its backward
+    dp_exposed, z2_slot = 0.0, 0.0
+    if dp_group > 1:
+        if x.zero == 0:
+            ar, link = net.collective_s("all_reduce", stage_p * grad_nbytes, dp_group, dp_stride)
+            dp_exposed = max(0.0, ar - stage_bwd_s)
+            add("DP", "all_reduce", "gradients", "once per step, during the last backward", link, dp_group, 1,
+                stage_p * grad_nbytes, ar)
+        elif x.zero in (1, 2):
+            name = f"ZeRO-{x.zero}"
+            rs, link = net.collective_s("reduce_scatter", stage_p * grad_nbytes, dp_group, dp_stride)
+            ag, _ = net.collective_s("all_gather", stage_p * 2, dp_group, dp_stride)
+            if x.zero == 1:
+                dp_exposed = max(0.0, rs - stage_bwd_s) + max(0.0, ag - stage_fwd_s)
+            else:
+                z2_slot = max(0.0, rs - stage_bwd_s)
+                dp_exposed = max(0.0, ag - stage_fwd_s)
+            add(name, "reduce_scatter", "gradients", "once per step" if x.zero == 1 else "every micro-batch", link,
+                dp_group, 1 if x.zero == 1 else m, stage_p * grad_nbytes, rs)
+            add(name, "all_gather", "parameters", "after the optimizer step", link, dp_group, 1, stage_p * 2, ag)
+    slot_s += z2_slot
+    slot_terms["ZeRO-2"] = z2_slot
+    optim_params = stage_p / (dp_group if x.zero >= 1 else 1)
+    optimizer_s = optim_params * ADAM_BYTES_PER_PARAM / (gpu.hbm_TBps * 1e12)
+
+    slots = m + (p - 1) / v
+    step = slots * slot_s + dp_exposed + optimizer_s
+    terms_s = {k: slots * val for k, val in slot_terms.items()}
+    terms_s.update({"DP": dp_exposed, "optimizer": optimizer_s})
+    model_tok, hw_tok = flops_per_token(spec, s, recompute)
+    tokens = d * m * tokens_mb
+    return StepEstimate(step, m * slot_compute_s, (p - 1) / v * slot_s, terms_s, tuple(placed),
+                        model_tok * tokens, hw_tok * tokens)

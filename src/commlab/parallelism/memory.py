@@ -86,10 +86,11 @@ def in_flight_micro_batches(pp: int, n_micro_batches: int) -> int:
 
 
 def model_state_bytes(n_params: float, tp: int, pp: int, shard_group: int, zero: int,
-                      n_layers: int) -> tuple[float, float, float]:
-    """(parameters, gradients, optimizer states) in bytes on one rank (module docstring)."""
+                      n_layers: int, grad_nbytes: int = BYTES_GRADS) -> tuple[float, float, float]:
+    """(parameters, gradients, optimizer states) in bytes on one rank (module docstring); ``grad_nbytes`` 4 for
+    FP32 gradients (Megatron-LM's ``main_grad`` buffer when it reduces in FP32), 2 for BF16 ones."""
     n = n_params / (tp * pp)
-    weights, grads, optim = BYTES_WEIGHTS * n, BYTES_GRADS * n, BYTES_OPTIMIZER * n
+    weights, grads, optim = BYTES_WEIGHTS * n, grad_nbytes * n, BYTES_OPTIMIZER * n
     if zero >= 1:
         optim /= shard_group
     if zero >= 2:

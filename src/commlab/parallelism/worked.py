@@ -1,21 +1,25 @@
-"""The chapter's worked examples as one-line helpers (chapter 09, with the seed's errors corrected).
+"""The chapter's worked examples as one-line helpers (chapter 09).
 
 Data-parallel gradient sync of a 7B model in FP16 (14 GB) over 8 GPUs: each rank sends 2 (7/8) S = 24.5 GB
 (not ~28 GB), which takes about 54 ms at NVLink 4's 450 GB/s (not 31 ms: that is S/450, one pass of the
-gradients). A 70B model: 245 GB and about 544 ms; across nodes at 50 GB/s about 4.9 s.
+gradients). A 70B model: 245 GB and about 544 ms. Across nodes, times come from the cluster model
+(:class:`commlab.parallelism.network.Network`): a node's NICs share what its GPUs send.
 
 >>> sync = gradient_sync(7 * 10**9, 8)
 >>> sync.bytes_per_rank_per_step / 1e9, round(sync.time_s("nvlink4") * 1e3)
 (24.5, 54)
->>> round(gradient_sync(70 * 10**9, 8).time_s("ib-ndr"), 1)
-4.9
 
 Why TP stays inside the NVLink domain: one Megatron all-reduce carries a micro-batch's hidden states,
 b s h x 2 bytes (1 x 4096 x 8192 x 2 = 64 MiB for a 70B-class model), four times per layer per micro-batch.
 
 >>> ar = tp_all_reduce(micro_batch=1, seq_len=4096, hidden=8192, tp=8)
->>> round(ar.time_s("nvlink4") * 1e3, 2), round(ar.time_s("ib-ndr") * 1e3, 2)      # ms per all-reduce
-(0.27, 2.36)
+>>> round(ar.time_s("nvlink4") * 1e3, 2)                                   # ms per all-reduce inside a node
+0.27
+>>> from commlab.parallelism.catalogue import gpu
+>>> from commlab.parallelism.network import Network
+>>> t, _ = Network(gpu("h100"), n_gpus=64).collective_s("all_reduce", ar.nbytes_per_call, 8, 8)
+>>> round(t * 1e3, 2)                                                      # the same group, one GPU a node
+2.73
 """
 from __future__ import annotations
 
