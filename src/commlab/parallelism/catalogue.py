@@ -57,9 +57,9 @@ class GpuSpec:
     nics_per_node: int = 8
     nic_Gbps: float = 400.0
     net: str = "ib"
-    """Network kind for NCCL's model (commlab.cost.machine.NETS)."""
+    """Network kind for NCCL's model (commlab.tuner.machine.NETS)."""
     cluster_gpu: str = ""
-    """The GPU's name in commlab.cost.machine.GPUS (its NVLink links for NCCL's model)."""
+    """The GPU's name in commlab.tuner.machine.GPUS (its NVLink links for NCCL's model)."""
 
     @property
     def gemm_fraction(self) -> float:
