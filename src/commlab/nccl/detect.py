@@ -98,7 +98,7 @@ def collectives_from_columns(rows: list[Row]) -> tuple[str, ...]:
 
 def _in_place_unchecked(rows: list[Row]) -> bool:
     """True where every in-place #wrong is N/A while out-of-place ones are counted: nccl-tests' alltoall
-    cannot check its in-place result (fixture 18)."""
+    cannot check its in-place result (log 18)."""
     ip = [r.ip.wrong for r in rows if r.ip is not None]
     return bool(ip) and all(w is None for w in ip) and any(r.oop.wrong is not None for r in rows)
 

@@ -67,7 +67,7 @@ def split_tables(rows: list[Row], row_lines: list[int], breaks: list[tuple[int, 
 
 def _restarts(before: Row, row: Row) -> bool:
     """True when ``row`` cannot follow ``before`` in one sweep: its size does not grow. Size 0 may repeat:
-    nccl-tests rounds the smallest requested sizes down to 0 elements (fixture 15: two rows of size 0)."""
+    nccl-tests rounds the smallest requested sizes down to 0 elements (log 15: two rows of size 0)."""
     return row.size_bytes < before.size_bytes or (row.size_bytes == before.size_bytes and row.size_bytes > 0)
 
 

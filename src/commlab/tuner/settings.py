@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from commlab import calibration
 from commlab.collectives import canonical as canonical_op
 from commlab.errors import CommlabError
 from commlab.tuner.nccl_constants import ALGO_NAMES, FUNCTIONS, NCCL_VERSION, OLD_ALGO_NAMES, PROTO_NAMES
@@ -44,9 +45,9 @@ OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
 VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_TREE_THRESHOLD")
 #: the NCCL version whose tuner commlab.tuner replays, as (major, minor)
 REPLAYED_VERSION = tuple(int(x) for x in NCCL_VERSION.split(".")[:2])
-#: the oldest NCCL the predictive model is held to: older releases tune and run differently (see the
-#: calibration table, commlab/data/calibration.csv)
-OLDEST_CLOSE_VERSION = (2, 12)
+#: the oldest NCCL the predictive model is held to: older releases tune and run differently (calibrated:
+#: commlab/data/calibration.csv)
+OLDEST_CLOSE_VERSION = tuple(int(x) for x in calibration.entry("OLDEST_CLOSE_VERSION").value.split("."))
 
 
 def _matches(token: str, names: tuple[str, ...], what: str, spec: str | None = None) -> tuple[str, ...]:
