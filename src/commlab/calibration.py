@@ -49,7 +49,9 @@ def table() -> tuple[Calibrated, ...]:
     names = [f.name for f in fields(Calibrated)]
     if not rows or list(rows[0]) != names:
         raise CommlabError(f"{TABLE} must have the columns {', '.join(names)}")
-    return tuple(Calibrated(**{**row, "runs": tuple(row["runs"].split("+"))}) for row in rows)
+    return tuple(Calibrated(name=row["name"], value=row["value"], unit=row["unit"], module=row["module"],
+                            what=row["what"], runs=tuple(row["runs"].split("+")), chosen_on=row["chosen_on"],
+                            checked_on=row["checked_on"], source=row["source"]) for row in rows)
 
 
 def entry(name: str) -> Calibrated:
