@@ -48,7 +48,7 @@ def _load(path: str, args):
     """Everything the report of one LOG needs; CommlabError for anything the user can fix."""
     from commlab.nccl.parse import parse_log
     from commlab.nccl.summary import summarize, verdict
-    from commlab.nccl.tuning import read_tuning
+    from commlab.nccl.debuglog import read_tuning
 
     text = read_input(path, "LOG", keep_line_ends=True)
     log = parse_log(text, n_ranks=args.ranks)

@@ -32,7 +32,7 @@ the fit further inside both goals is kept.
 Regime labels are an attribution, not a measurement: in size order NCCL's protocols run LL -> LL128 ->
 Simple, so three regimes are labelled ``LL``, ``LL128``, ``Simple``, two ``LL`` and ``Simple``, one
 ``Simple``. Where LL128 is off (PCIe paths before Hopper) the middle regime is Simple with fewer channels.
-A log with NCCL_DEBUG tuning lines says what NCCL really chose (:mod:`commlab.nccl.tuning`).
+A log with NCCL_DEBUG tuning lines says what NCCL really chose (:mod:`commlab.nccl.debuglog`).
 
 >>> sizes = 2.0 ** np.arange(3, 31)
 >>> t_s = np.minimum(5e-6 + sizes / 20e9, 20e-6 + sizes / 200e9)      # two regimes, known

@@ -16,13 +16,13 @@ import numpy as np
 
 from commlab.cost.protocol_fit import ProtocolFit, fit_protocol_model, relative_errors
 from commlab.errors import CommlabError
-from commlab.nccl.settings import forced_settings, nccl_version
+from commlab.nccl.debuglog import forced_settings, nccl_version
 from commlab.tuner.machine import Machine
 from commlab.tuner.settings import apply_forced, version_note
 
 
 def machine_for_log(machine: Machine | None, text: str) -> tuple[Machine | None, str]:
-    """``machine`` with what the log's text forces (:func:`commlab.nccl.settings.forced_settings`,
+    """``machine`` with what the log's text forces (:func:`commlab.nccl.debuglog.forced_settings`,
     :func:`commlab.tuner.settings.apply_forced`), and a note saying what was applied and whether the log's NCCL is
     older than the model follows (:func:`commlab.tuner.settings.version_note`); "" when there is nothing to say,
     or no machine."""
@@ -120,8 +120,8 @@ def _chosen(nccl, pred, i: int, label: str | None) -> dict | None:
 
 def model_report(log, tuning, machine: Machine | None = None) -> LogModelReport:
     """Fit, attribute and (with ``machine``) predict every row of ``log``; ``tuning`` from
-    :func:`commlab.nccl.tuning.read_tuning` on the same text."""
-    from commlab.nccl.tuning import choices_for_sizes
+    :func:`commlab.nccl.debuglog.read_tuning` on the same text."""
+    from commlab.nccl.debuglog import choices_for_sizes
 
     sizes = np.array([r.size_bytes for r in log.rows], dtype=float)
     times = np.array([r.fastest.time_us for r in log.rows], dtype=float)   # records.Row.fastest: why

@@ -60,7 +60,7 @@ class LaunchShape:
 
     @classmethod
     def from_preamble(cls, preamble: dict) -> LaunchShape | None:
-        """From nccl-tests' ``# nThread 1 nGpus 12 ...`` line as :func:`commlab.nccl.comments.parse_preamble`
+        """From nccl-tests' ``# nThread 1 nGpus 12 ...`` line as :func:`commlab.nccl.lines.parse_preamble`
         reads it; None when it does not say."""
         if not preamble or "n_gpus" not in preamble:
             return None
