@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Every check that needs a GPU, as one script for a session that is lent a GPU machine (the device tool runs
 # it in the repository root; results go to $OUT, or ./gpu-results). Nothing here runs on a CPU-only machine:
-# it stops at once, saying so. Record what it prints in benchmarks/README.md ("GPU" section) with the date.
+# it stops at once, saying so. Record what it prints in benchmarks/README.md ("GPU" section) with the date, and
+# copy $OUT/gpu_session.json (the figures the chapters quote, read by commlab.measure.recorded) over
+# benchmarks/gpu_session.json.
 #
 #   bash benchmarks/gpu_session.sh            # about 3-5 minutes on one H200
 #
@@ -47,8 +49,9 @@ cat "$OUT/nvidia-smi.txt"
 run doctor       $PY -m commlab doctor
 run topo         $PY -m commlab topo --json
 run gpu-tests    $PY -m pytest -m gpu tests/dist tests/unit -p no:cacheprovider -q -rs --continue-on-collection-errors
-run roofs        $PY benchmarks/roofs.py
-run stream-order $PY benchmarks/nccl_stream_order.py
+run roofs        $PY benchmarks/roofs.py --json "$OUT/roofs.json"
+run stream-order $PY benchmarks/nccl_stream_order.py --json "$OUT/stream-order.json"
+run record       $PY -m commlab.measure.recorded "$OUT/gpu_session.json" "$OUT/roofs.json" "$OUT/stream-order.json"
 run bench-nccl   $PY -m commlab bench all_reduce -b 8 -e 1G -f 4 --ranks 1 --backend nccl -n 20 -w 5
 for op in all_gather reduce_scatter broadcast reduce all_to_all; do
     run "bench-nccl-$op" $PY -m commlab bench $op -b 1K -e 64M -f 16 --ranks 1 --backend nccl -n 5 -w 2

@@ -77,19 +77,33 @@ def _median_error(key, max_nbytes=None, min_nbytes=0):
 
 
 def chosen_constants() -> None:
+    from commlab.calibration import entry
     from commlab.tuner.launch import LAUNCH_US_PER_GPU
     from commlab.tuner.shm import SHM_TWO_WAY_GBPS
 
     big = 64 * 2**20 - 1
-    seen = _median_error("06", min_nbytes=big)
+    (shm_run,) = entry("SHM_TWO_WAY_GBPS").runs
+    seen = _median_error(shm_run, min_nbytes=big)
     held = ", ".join(f"{k} {100 * _median_error(k, min_nbytes=big):.1f}%" for k in ("14", "15"))
-    print(f"SHM two-way rate {SHM_TWO_WAY_GBPS} GB/s, chosen on 06 (>= 64 MiB error {100 * seen:.1f}%); "
+    print(f"SHM two-way rate {SHM_TWO_WAY_GBPS} GB/s, chosen on {shm_run} (>= 64 MiB error {100 * seen:.1f}%); "
           f"held out (>= 64 MiB): {held}")
     held = ", ".join(f"{k} {100 * _median_error(k, max_nbytes=4096):.1f}%" for k in
                      ("14", "15", "16", "17", "20", "21", "22", "23"))
-    print(f"launch {LAUNCH_US_PER_GPU:.2f} us a GPU, chosen on 19's 0-byte rows (not scored); held out, rows "
-          f"<= 4 KiB: {held}")
+    (launch_run,) = entry("LAUNCH_US_PER_GPU").runs
+    print(f"launch {LAUNCH_US_PER_GPU:.2f} us a GPU, chosen on {launch_run}'s 0-byte rows (not scored); held out, "
+          f"rows <= 4 KiB: {held}")
     tcpxo_hop()
+
+
+def calibration_table() -> None:
+    """The calibrated constants as benchmarks/README.md shows them, and the shipped logs each was chosen on."""
+    from commlab.calibration import markdown
+    from commlab.scorecard.scorecard import chosen_on
+
+    print(markdown(), end="")
+    for sc in scorecard():
+        if chosen_on(sc):
+            print(f"  {sc.name[:2]}: in-sample for {', '.join(chosen_on(sc))}")
 
 
 def tcpxo_hop() -> None:
@@ -124,6 +138,7 @@ def main() -> None:
             print(f"  {sc.name[:2]}: outside: {note if len(note) <= 150 else note[:147] + '...'}")
     leave_one_log_out()
     chosen_constants()
+    calibration_table()
 
 
 if __name__ == "__main__":

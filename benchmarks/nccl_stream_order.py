@@ -14,7 +14,13 @@ import os
 import time
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", default=None, metavar="FILE",
+                        help="also write the four figures chapter 03 quotes to FILE (gpu_session.sh records them)")
+    args = parser.parse_args(argv)
     import torch
     import torch.distributed as dist
 
@@ -51,6 +57,15 @@ def main() -> int:
     print(f"torch.cuda.synchronize() returned after {(t3 - t2) * 1e6:9.1f} us (host)")
     print(f"GPU time of the queued work (CUDA events): {start.elapsed_time(end) * 1e3:9.1f} us")
     dist.destroy_process_group()
+    if args.json:
+        import json
+
+        from commlab.output import write_atomic
+
+        figures = {"async_return_us": round((t1 - t0) * 1e6, 1), "wait_return_us": round((t2 - t1) * 1e6, 1),
+                   "synchronize_return_us": round((t3 - t2) * 1e6, 1),
+                   "gpu_work_us": round(start.elapsed_time(end) * 1e3, 1)}
+        write_atomic(args.json, json.dumps({"figures": figures}, indent=1) + "\n")
     return 0
 
 

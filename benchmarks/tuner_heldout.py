@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from commlab.nccl.parse import parse_log
-from commlab.nccl.settings import nccl_version
+from commlab.nccl.debuglog import nccl_version
 from commlab.scorecard.calibration import calibrate_from_log, held_out_run, predict_log
 from commlab.scorecard.error_bands import goals_of, measure_bands
 from commlab.scorecard.log_model import machine_for_log

@@ -1,4 +1,4 @@
-"""Exercises of chapters 05, 06 and 08 that rest on the cost model (issue 13): the effective per-step alpha where
+"""Exercises of chapters 05, 06 and 08 that rest on the cost model: the effective per-step alpha where
 an answer depends on alpha, NVLS's busbw above the link, and a fitted regime's half-bandwidth size. Each answer
 is recomputed here from closed forms and NCCL's own constants, independently of the bank's code."""
 from __future__ import annotations

@@ -140,7 +140,7 @@ def test_one_link_everywhere_is_the_plain_ring(name):
     hops = fabric.node_ring(1, 8, name, "ib-ndr")
     for nbytes in (8.0, 1e6, 14e9):
         want = float(cost.ring_all_reduce_time_s(nbytes, 8, item.latency_s, item.unidir_Bps))
-        assert fabric.ring_all_reduce_time_s(nbytes, hops) == pytest.approx(want, rel=1e-12)
+        assert fabric.node_ring_all_reduce_time_s(nbytes, hops) == pytest.approx(want, rel=1e-12)
 
 
 def test_two_nodes_run_at_the_network_hop():
@@ -149,7 +149,7 @@ def test_two_nodes_run_at_the_network_hop():
     assert [i for i, h in enumerate(hops) if h.link == "ib-ndr"] == [7, 15]    # leaving node 0, leaving node 1
     ndr, s = hardware.link("ib-ndr"), 14e9
     want = 2 * 15 * (ndr.latency_s + s / 16 / ndr.unidir_Bps)
-    assert fabric.ring_all_reduce_time_s(s, hops) == pytest.approx(want, rel=1e-12)
+    assert fabric.node_ring_all_reduce_time_s(s, hops) == pytest.approx(want, rel=1e-12)
     assert fabric.slowest_hop(hops, s / 16).link == "ib-ndr"
 
 
@@ -166,4 +166,4 @@ def test_ring_arguments_are_checked():
     with pytest.raises(CommlabError, match="unknown link"):
         fabric.node_ring(2, 8, "nvlink4", "ib-qdr")
     with pytest.raises(CommlabError, match="nbytes"):
-        fabric.ring_all_reduce_time_s(-1, fabric.node_ring(2, 2, "nvlink4", "ib-ndr"))
+        fabric.node_ring_all_reduce_time_s(-1, fabric.node_ring(2, 2, "nvlink4", "ib-ndr"))

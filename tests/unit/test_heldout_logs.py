@@ -1,6 +1,6 @@
 """Both models on real runs they were never tuned on (tests/data/nccl_heldout/README.md).
 
-Issue 13's goals: the fitted model within median 5% / p90 12% on every log of 8 rows or more; the predicted model
+The scorecard's goals: the fitted model within median 5% / p90 12% on every log of 8 rows or more; the predicted model
 within median 25% / 15% from 64 MiB. Where a run misses, the reason is stated here and checked, not hidden."""
 from __future__ import annotations
 

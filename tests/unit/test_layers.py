@@ -262,3 +262,33 @@ def test_import_commlab_cost_loads_only_the_formulas():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     loaded = set(json.loads(out.stdout))
     assert loaded == FORMULAS | FOUNDATIONS, f"import commlab.cost loads {len(loaded)} modules: {sorted(loaded)}"
+
+
+def _module_aliases(tree: ast.AST) -> dict[str, str]:
+    """local name -> commlab module, for ``import commlab.x as y`` and ``from commlab.x import module``."""
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update({a.asname: a.name for a in node.names if a.asname and a.name in MODULES})
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("commlab"):
+            out.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names
+                        if f"{node.module}.{a.name}" in MODULES})
+    return out
+
+
+def test_private_names_stay_private():
+    """No module imports another module's ``_name`` or reaches for it through the module: what modules share is
+    public and documented."""
+    found = []
+    for module, path in sorted(MODULES.items()):
+        tree = ast.parse(path.read_text())
+        aliases = _module_aliases(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("commlab"):
+                private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                if private:
+                    found.append(f"{module} imports {', '.join(private)} from {node.module}")
+            elif (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.endswith("_")
+                  and isinstance(node.value, ast.Name) and aliases.get(node.value.id, module) != module):
+                found.append(f"{module} uses {aliases[node.value.id]}.{node.attr}")
+    assert not found, "\n".join(found)

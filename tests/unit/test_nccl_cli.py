@@ -89,7 +89,7 @@ def test_a_file_without_rows(capsys, tmp_path):
     assert "no nccl-tests table rows" in capsys.readouterr().err
 
 
-# --- the protocol-aware model, the prediction, NCCL's own choices, the plot (issue 13, issue 17) ---------------
+# --- the protocol-aware model, the prediction, NCCL's own choices, the plot ---------------------------------
 
 def test_json_rows_carry_the_fitted_model(capsys):
     assert main(["nccl-tests", str(nccl_tests_log(7)), "--json"]) == 0

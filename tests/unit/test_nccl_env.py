@@ -9,7 +9,7 @@ import pytest
 
 from commlab.errors import CommlabError
 from commlab.nccl.env import SIDES, catalogue, lookup, names
-from commlab.nccl.envcheck import STATUSES, check_torch_names, classify_name, tokens_in_bytes, torch_dir
+from commlab.nccl.env import STATUSES, check_torch_names, classify_name, tokens_in_bytes, torch_dir
 
 BOOK_NAMES = {
     "nccl": ["NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_ALGO", "NCCL_PROTO", "NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL",
@@ -79,7 +79,7 @@ def test_check_against_the_installed_torch():
 
 
 def test_checking_does_not_import_torch():
-    code = ("import sys; from commlab.nccl.envcheck import check_torch_names; check_torch_names(); "
+    code = ("import sys; from commlab.nccl.env import check_torch_names; check_torch_names(); "
             "import commlab.nccl, commlab.cli.nccl_tests; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -7,7 +7,7 @@ import pytest
 
 from commlab.collectives import busbw_factor
 from commlab.nccl import parse_log
-from commlab.nccl.ranks import implied_ranks
+from commlab.nccl.parse import implied_ranks
 
 RANK = "#  Rank {r:2d} Group  0 Pid 3491113 on     HCA-32 device  {d} [0000:0a:00] NVIDIA H100 80GB HBM3"
 HEADER = """\

@@ -12,7 +12,7 @@ import pytest
 
 from commlab import hardware, nccl
 from commlab.errors import CommlabError
-from commlab.nccl import envcheck
+from commlab.nccl import env as envcheck
 
 
 def hardware_line(path) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from commlab.errors import CommlabError
-from commlab.nccl.tuning import choices_for_sizes, read_tuning
+from commlab.nccl.debuglog import choices_for_sizes, read_tuning
 
 # The samples below are NCCL's output verbatim, hence their long lines.
 

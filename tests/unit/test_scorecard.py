@@ -30,7 +30,7 @@ def test_fitted_goals_on_every_log_of_eight_rows_or_more():
         assert sc.meets_fitted_goals() is True
 
 
-#: Described logs whose run the predictive model describes: the goals hold (issue 13, item 2).
+#: Described logs whose run the predictive model describes: the goals hold.
 WITHIN = ["01", "03", "04", "06", "07", "08", "09", "11", "12", "14", "15", "16", "17", "19", "20", "21", "22"]
 #: Described logs with something the model does not know; fixture_machine(key).outside_model says what.
 OUTSIDE = ["02", "05", "13", "23"]

@@ -147,7 +147,7 @@ def test_constants_name_their_source():
 
 
 def test_blackwell_constants_match_tuning_cc():
-    """Issue 13 item 4, read against NVIDIA/nccl v2.30.7 tuning.cc:139-210 and topo.h:24: NVLink 5 at 40.1 GB/s
+    """Read against NVIDIA/nccl v2.30.7 tuning.cc:139-210 and topo.h:24: NVLink 5 at 40.1 GB/s
     a link, LL on one node 2 x 141, LL128 40 a channel, Tree caps 70 / 42.8 / 24, NVLS efficiency 0.74."""
     assert K.nvlink_bw_GBps(100) == 40.1 and K.arch_of(100) == "blackwell"
     assert [K.LL_MAX_BW_GBPS[("blackwell", n)] for n in ("n1", "n2", "n4")] == [282.0, 90.0, 70.0]

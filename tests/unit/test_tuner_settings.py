@@ -6,7 +6,7 @@ import pytest
 
 from commlab.scorecard.fixture_machines import fixture_machine
 from commlab.tuner.machine import parse_machine
-from commlab.nccl.settings import forced_settings
+from commlab.nccl.debuglog import forced_settings
 from commlab.tuner.settings import ALGO_NAMES, PROTO_NAMES, VARIABLES, apply_forced, enabled_names
 from commlab.tuner.predict import OPS, predict
 from commlab.errors import CommlabError
@@ -186,7 +186,7 @@ def test_a_shipped_log_with_a_forced_algorithm_changes_the_prediction():
 
 
 def test_the_nccl_version_a_log_names_and_the_note_for_old_ones():
-    from commlab.nccl.settings import nccl_version
+    from commlab.nccl.debuglog import nccl_version
     from commlab.scorecard.log_model import machine_for_log
     from commlab.tuner.settings import version_note
     from commlab.tuner.machine import parse_machine

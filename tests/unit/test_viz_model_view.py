@@ -57,7 +57,7 @@ def test_models_over_measured_draws_busbw_and_ratio_as_the_closed_forms(curve07,
     assert any(np.allclose(line.get_ydata(), 450.0) for line in left.get_lines())       # the roof, one way
     ratio = right.get_lines()[0]
     assert np.allclose(ratio.get_ydata(), ring / t)
-    # at 1 MiB and 16 MiB the wire-alpha ring is about twice as fast as the measured run (issue 13)
+    # at 1 MiB and 16 MiB the wire-alpha ring is about twice as fast as the measured run
     for size in (2**20, 2**24):
         assert ring[s == size][0] / t[s == size][0] < 0.62
     legible(fig, drawn_texts(fig))

@@ -40,3 +40,18 @@ def print_json(obj) -> None:
     """``obj`` as strict JSON on stdout: a NaN or an infinity is a bug to find, not a token to print."""
     json.dump(obj, sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
+
+
+def machine_arg(desc: str | None):
+    """``--machine DESC`` of ``nccl-tests`` and ``scorecard``: a :class:`~commlab.tuner.machine.Machine`, None
+    without one; ``help`` lists the fields, the GPUs and the network kinds (as a one-line error)."""
+    if desc is None:
+        return None
+    from commlab.tuner.machine import FIELDS, GPUS, parse_machine
+    from commlab.tuner.networks import NET_TYPES
+
+    if desc.strip().lower() == "help":
+        raise CommlabError(f"--machine takes field=value pairs: {', '.join(FIELDS)} "
+                           f"(e.g. gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400,net=ib); gpu is one "
+                           f"of {', '.join(GPUS)}; net is one of {', '.join(NET_TYPES)}")
+    return parse_machine(desc)

@@ -17,7 +17,7 @@ import argparse
 import json
 import math
 
-from commlab.cli._common import read_input
+from commlab.cli._common import machine_arg, read_input
 from commlab.errors import CommlabError
 
 
@@ -49,24 +49,11 @@ def _num(x):
     return x if math.isfinite(x) else None
 
 
-def _machine(desc: str | None):
-    if desc is None:
-        return None
-    from commlab.tuner.machine import FIELDS, GPUS, parse_machine
-    from commlab.tuner.networks import NET_TYPES
-
-    if desc.strip().lower() == "help":
-        raise CommlabError(f"--machine takes field=value pairs: {', '.join(FIELDS)} "
-                           f"(e.g. gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400,net=ib); gpu is one "
-                           f"of {', '.join(GPUS)}; net is one of {', '.join(NET_TYPES)}")
-    return parse_machine(desc)
-
-
 def _load(path: str, args):
     """Everything the report of one LOG needs; CommlabError for anything the user can fix."""
     from commlab.nccl.parse import parse_log
     from commlab.nccl.summary import summarize, verdict
-    from commlab.nccl.tuning import read_tuning
+    from commlab.nccl.debuglog import read_tuning
 
     text = read_input(path, "LOG", keep_line_ends=True)
     log = parse_log(text, n_ranks=args.ranks)
@@ -185,7 +172,7 @@ def run(args) -> int:
         from commlab.hardware import link
 
         link(args.link)  # an unknown name fails before the file is read
-    args.machine_obj = _machine(args.machine)
+    args.machine_obj = machine_arg(args.machine)
     args.small_run = None
     if getattr(args, "calibrate_from", None) is not None:
         from commlab.scorecard.calibration import read_small_run

@@ -37,11 +37,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from commlab.cli.nccl_tests import _machine
+    from commlab.cli._common import machine_arg
     from commlab.scorecard.scorecard import format_scorecard, scorecard
     from commlab.errors import CommlabError
 
-    machine = _machine(args.machine)
+    machine = machine_arg(args.machine)
     if machine is not None and not args.logs:
         raise CommlabError("--machine describes the LOGs given; the shipped logs carry their own machines")
     small_run = None

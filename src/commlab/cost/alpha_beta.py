@@ -43,7 +43,7 @@ from commlab.errors import CommlabError, check_choice
 ALL_REDUCE_ALGOS = ("ring", "tree", "pipelined-tree", "double-tree", "naive", "recursive-doubling")
 
 
-def _prepare(nbytes, n_ranks, alpha_s, bw_Bps):
+def checked_inputs(nbytes, n_ranks, alpha_s, bw_Bps):
     s, n = np.asarray(nbytes, dtype=float), np.asarray(n_ranks, dtype=float)
     a, b = np.asarray(alpha_s, dtype=float), np.asarray(bw_Bps, dtype=float)
     if np.any(s < 0) or np.any(n < 1) or np.any(a < 0) or np.any(b <= 0):
@@ -58,7 +58,7 @@ def p2p_time_s(nbytes, alpha_s, bw_Bps):
     >>> round(float(p2p_time_s(1e6, 1e-6, 50e9)) * 1e6, 6)   # us
     21.0
     """
-    s, _, a, b = _prepare(nbytes, 2, alpha_s, bw_Bps)
+    s, _, a, b = checked_inputs(nbytes, 2, alpha_s, bw_Bps)
     return a + s / b
 
 
@@ -70,7 +70,7 @@ def tree_depth(n_ranks):
 
 def ring_all_reduce_time_s(nbytes, n_ranks, alpha_s, bw_Bps):
     """2(N-1)(alpha + S/(N B))."""
-    s, n, a, b = _prepare(nbytes, n_ranks, alpha_s, bw_Bps)
+    s, n, a, b = checked_inputs(nbytes, n_ranks, alpha_s, bw_Bps)
     return 2 * (n - 1) * (a + s / (n * b))
 
 
@@ -84,7 +84,7 @@ def bidirectional_ring_all_reduce_time_s(nbytes, n_ranks, alpha_s, bw_Bps, port_
     >>> round(float(bidirectional_ring_all_reduce_time_s(14e9, 8, 0.0, 450e9, port_Bps=450e9)) * 1e3, 2)
     54.44
     """
-    s, n, a, b = _prepare(nbytes, n_ranks, alpha_s, bw_Bps)
+    s, n, a, b = checked_inputs(nbytes, n_ranks, alpha_s, bw_Bps)
     if port_Bps is not None and not (isinstance(port_Bps, (int, float)) and port_Bps > 0):
         raise CommlabError(f"port_Bps must be a number > 0 (or None for a link per neighbour), got {port_Bps!r}")
     out = 2 * b if port_Bps is None else np.minimum(2 * b, float(port_Bps))
@@ -94,7 +94,7 @@ def bidirectional_ring_all_reduce_time_s(nbytes, n_ranks, alpha_s, bw_Bps, port_
 
 def ring_reduce_scatter_time_s(nbytes, n_ranks, alpha_s, bw_Bps):
     """(N-1)(alpha + S/(N B)), S the whole input buffer."""
-    s, n, a, b = _prepare(nbytes, n_ranks, alpha_s, bw_Bps)
+    s, n, a, b = checked_inputs(nbytes, n_ranks, alpha_s, bw_Bps)
     return (n - 1) * (a + s / (n * b))
 
 
@@ -105,7 +105,7 @@ def ring_all_gather_time_s(nbytes, n_ranks, alpha_s, bw_Bps):
 
 def tree_all_reduce_time_s(nbytes, n_ranks, alpha_s, bw_Bps):
     """2 ceil(log2 N)(alpha + S/B): the whole buffer crosses every level twice."""
-    s, n, a, b = _prepare(nbytes, n_ranks, alpha_s, bw_Bps)
+    s, n, a, b = checked_inputs(nbytes, n_ranks, alpha_s, bw_Bps)
     return 2 * tree_depth(n) * (a + s / b)
 
 
@@ -127,25 +127,25 @@ def _pipelined(s, n, a, b, pieces_per_stage, n_chunks):
 
 def pipelined_tree_all_reduce_time_s(nbytes, n_ranks, alpha_s, bw_Bps, n_chunks=None):
     """(2D + k - 1)(alpha + 3S/(k B)), k the number of pieces (optimal when None)."""
-    s, n, a, b = _prepare(nbytes, n_ranks, alpha_s, bw_Bps)
+    s, n, a, b = checked_inputs(nbytes, n_ranks, alpha_s, bw_Bps)
     return _pipelined(s, n, a, b, 3.0, n_chunks)
 
 
 def double_tree_all_reduce_time_s(nbytes, n_ranks, alpha_s, bw_Bps, n_chunks=None):
     """(2D + k - 1)(alpha + 2S/(k B)), k the number of pieces (optimal when None)."""
-    s, n, a, b = _prepare(nbytes, n_ranks, alpha_s, bw_Bps)
+    s, n, a, b = checked_inputs(nbytes, n_ranks, alpha_s, bw_Bps)
     return _pipelined(s, n, a, b, 2.0, n_chunks)
 
 
 def naive_all_reduce_time_s(nbytes, n_ranks, alpha_s, bw_Bps):
     """2(N-1)(alpha + S/B): N-1 buffers into rank 0, N-1 copies out, one at a time."""
-    s, n, a, b = _prepare(nbytes, n_ranks, alpha_s, bw_Bps)
+    s, n, a, b = checked_inputs(nbytes, n_ranks, alpha_s, bw_Bps)
     return 2 * (n - 1) * (a + s / b)
 
 
 def recursive_doubling_all_reduce_time_s(nbytes, n_ranks, alpha_s, bw_Bps):
     """log2(p)(alpha + S/B) with p the largest power of two <= N, plus 2(alpha + S/B) when N != p."""
-    s, n, a, b = _prepare(nbytes, n_ranks, alpha_s, bw_Bps)
+    s, n, a, b = checked_inputs(nbytes, n_ranks, alpha_s, bw_Bps)
     log_p = np.floor(np.log2(n))
     steps = log_p + np.where(2.0**log_p < n, 2.0, 0.0)
     return steps * (a + s / b)

@@ -29,7 +29,7 @@ def busbw_GBps(op: str, nbytes, t_s, n_ranks: int):
 
 def _chain_time_s(nbytes, n_ranks, alpha_s, bw_Bps):
     """Pipelined chain (broadcast, reduce): (N-1) alpha + S/B when the pieces are small enough."""
-    s, n, a, b = ab._prepare(nbytes, n_ranks, alpha_s, bw_Bps)
+    s, n, a, b = ab.checked_inputs(nbytes, n_ranks, alpha_s, bw_Bps)
     return np.where(n <= 1, 0.0, (n - 1) * a + s / b)
 
 

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from commlab.cost.alpha_beta import _prepare  # the same checked inputs as every alpha-beta model
+from commlab.cost.alpha_beta import checked_inputs  # the same checked inputs as every alpha-beta model
 
 
 def rabenseifner_all_reduce_time_s(nbytes, n_ranks, alpha_s, bw_Bps):
     """2 log2(p)(alpha) + 2 (p-1)/p S/B, + 2 (alpha + S/B) when N is not a power of two p."""
-    s, n, a, b = _prepare(nbytes, n_ranks, alpha_s, bw_Bps)
+    s, n, a, b = checked_inputs(nbytes, n_ranks, alpha_s, bw_Bps)
     log_p = np.floor(np.log2(n))
     p = 2.0**log_p
     core = 2 * log_p * a + 2 * (p - 1) / p * s / b
@@ -40,7 +40,7 @@ def rabenseifner_all_reduce_time_s(nbytes, n_ranks, alpha_s, bw_Bps):
 
 def log_step_all_gather_time_s(nbytes, n_ranks, alpha_s, bw_Bps):
     """ceil(log2 N) alpha + (N-1)/N S/B (Bruck's all-gather, the logical schedule of PAT)."""
-    s, n, a, b = _prepare(nbytes, n_ranks, alpha_s, bw_Bps)
+    s, n, a, b = checked_inputs(nbytes, n_ranks, alpha_s, bw_Bps)
     return np.ceil(np.log2(n)) * a + (n - 1) / n * s / b
 
 

@@ -11,8 +11,8 @@ Pure layer (no torch); figures come from :mod:`commlab.hardware`, pictures from 
 from commlab.fabric.clos import LeafSpine, non_blocking_hosts
 from commlab.fabric.nodes import Node, NVLinkDomain, domain, domains, node, nodes
 from commlab.fabric.rail import leaf_of, switch_hops
-from commlab.fabric.ring import Hop, node_ring, parallel_rings_busbw_GBps, ring_all_reduce_time_s, slowest_hop
+from commlab.fabric.ring import Hop, node_ring, node_ring_all_reduce_time_s, parallel_rings_busbw_GBps, slowest_hop
 
 __all__ = ["Hop", "LeafSpine", "NVLinkDomain", "Node", "domain", "domains", "leaf_of", "node", "node_ring",
-           "nodes", "non_blocking_hosts", "parallel_rings_busbw_GBps", "ring_all_reduce_time_s", "slowest_hop",
+           "nodes", "non_blocking_hosts", "parallel_rings_busbw_GBps", "node_ring_all_reduce_time_s", "slowest_hop",
            "switch_hops"]

@@ -69,7 +69,7 @@ def slowest_hop(hops, chunk_nbytes: float) -> Hop:
     return max(hops, key=lambda hop: hop.time_s(chunk_nbytes))
 
 
-def ring_all_reduce_time_s(nbytes: float, hops) -> float:
+def node_ring_all_reduce_time_s(nbytes: float, hops) -> float:
     """2 (N - 1) steps, each as long as the slowest hop carrying S / N: see the module docstring."""
     if nbytes < 0:
         raise CommlabError(f"nbytes must be >= 0, got {nbytes!r}")

@@ -7,7 +7,7 @@ link, list the environment variables NCCL and torch read, and read NCCL_DEBUG=IN
 """
 from commlab.nccl.debuglog import Connection, DebugLog, TreeNode, read_debug_log
 from commlab.nccl.env import EnvVar, catalogue, lookup, names
-from commlab.nccl.envcheck import TorchNameReport, check_torch_names, torch_version
+from commlab.nccl.env import TorchNameReport, check_torch_names, torch_version
 from commlab.nccl.examples import FixtureRoof, debug_logs, fixture_link, fixture_roof, nccl_tests_log, nccl_tests_logs
 from commlab.nccl.format import avg_busbw_GBps, format_row, format_table
 from commlab.nccl.parse import NcclTestsLog, parse_log

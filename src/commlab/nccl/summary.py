@@ -13,12 +13,12 @@ fixtures:
 
 * above the link, ratio > 1.00: impossible for point-to-point traffic, so the switch reduces (NVLS on NVSwitch,
   SHARP / CollNet in InfiniBand) or the link named is not the one used. 8x H100 with NVLS reaches 483 GB/s
-  against NVLink 4's 450 GB/s (fixture 07, 107 %);
+  against NVLink 4's 450 GB/s (log 07, 107 %);
 * healthy, 0.70 <= ratio <= 1.00: ring all_reduce on a good NVSwitch box reaches 78-82 % (4x A100 235 GB/s of
-  NVLink 3's 300, fixture 01; 4x H100 371 GB/s of 450, fixture 03);
+  NVLink 3's 300, log 01; 4x H100 371 GB/s of 450, log 03);
 * low, ratio < 0.70: something is in the way. 2x RTX 2080 Ti without P2P reach 4 GB/s, 25 % of PCIe 3's
-  16 GB/s (fixture 14, traffic staged through host memory); 4x A100 with NCCL_P2P_DISABLE=1 reach 5.2 GB/s,
-  under 2 % of NVLink 3 (fixture 02).
+  16 GB/s (log 14, traffic staged through host memory); 4x A100 with NCCL_P2P_DISABLE=1 reach 5.2 GB/s,
+  under 2 % of NVLink 3 (log 02).
 """
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ from commlab.tuner.settings import OPS
 
 def log_generation(log, text: str) -> GenerationChoice:
     """The generation of NCCL's tuner a parsed log is replayed with (its version, else its format's era)."""
-    from commlab.nccl.settings import nccl_version
+    from commlab.nccl.debuglog import nccl_version
 
     return generation_for(nccl_version(text or ""), getattr(log, "format", None))
 
@@ -77,7 +77,7 @@ def calibrate_from_log(path, text: str, machine: Machine) -> SmallRun:
     """Fit a calibration on the log ``text`` (read from ``path``) for a cluster described by ``machine`` (its node
     count becomes the small run's)."""
     from commlab.nccl.parse import parse_log
-    from commlab.nccl.settings import forced_settings
+    from commlab.nccl.debuglog import forced_settings
     from commlab.tuner.settings import apply_forced
 
     where = f"the calibration log {str(path)!r}"
@@ -190,7 +190,7 @@ def held_out_run(name: str, text: str, machine: Machine) -> HeldOutRun | None:
     """Predict one held-out log as ``commlab nccl-tests --machine`` does (its forced settings, its launch shape,
     the generation of its NCCL version); None for a collective NCCL's tuner does not model."""
     from commlab.nccl.parse import parse_log
-    from commlab.nccl.settings import forced_settings
+    from commlab.nccl.debuglog import forced_settings
     from commlab.tuner.settings import apply_forced
 
     log = parse_log(text)

@@ -17,7 +17,7 @@ import numpy as np
 
 from commlab.cost.protocol_fit import ProtocolFit, fit_protocol_model, relative_errors
 from commlab.errors import CommlabError
-from commlab.nccl.settings import forced_settings, nccl_version
+from commlab.nccl.debuglog import forced_settings, nccl_version
 from commlab.tuner.machine import Machine
 from commlab.tuner.generations import generation_note
 from commlab.tuner.settings import apply_forced
@@ -27,7 +27,7 @@ if TYPE_CHECKING:                                   # scorecard.calibration is i
 
 
 def machine_for_log(machine: Machine | None, text: str) -> tuple[Machine | None, str]:
-    """``machine`` with what the log's text forces (:func:`commlab.nccl.settings.forced_settings`,
+    """``machine`` with what the log's text forces (:func:`commlab.nccl.debuglog.forced_settings`,
     :func:`commlab.tuner.settings.apply_forced`), and a note saying what was applied and whether the log's NCCL is
     replayed with an older generation of NCCL's tuner (:func:`commlab.tuner.generations.generation_note`); "" when
     there is nothing to say, or no machine."""
@@ -134,9 +134,9 @@ def _chosen(nccl, pred, i: int, label: str | None) -> dict | None:
 
 def model_report(log, tuning, machine: Machine | None = None, text: str = "", small_run=None) -> LogModelReport:
     """Fit, attribute and (with ``machine``) predict every row of ``log``; ``tuning`` from
-    :func:`commlab.nccl.tuning.read_tuning` on the same ``text`` (whose NCCL version picks the tuner's generation);
+    :func:`commlab.nccl.debuglog.read_tuning` on the same ``text`` (whose NCCL version picks the tuner's generation);
     ``small_run`` (:func:`commlab.scorecard.calibration.read_small_run`) calibrates the prediction."""
-    from commlab.nccl.tuning import choices_for_sizes
+    from commlab.nccl.debuglog import choices_for_sizes
 
     sizes = np.array([r.size_bytes for r in log.rows], dtype=float)
     times = np.array([r.fastest.time_us for r in log.rows], dtype=float)   # records.Row.fastest: why

@@ -8,10 +8,12 @@ model's median error over all sizes and in the bandwidth regime, sizes >= 64 MiB
 (:mod:`commlab.tuner.predict`, from the machine description alone). Every row keeps its size and the three
 times, so anyone can recompute the errors. Relative error = ``|model / measured - 1|``.
 
-Goals (issue 13): fitted median <= 5% and p90 <= 12% on every log of >= 8 rows; predicted median <= 25% and
-<= 15% in the bandwidth regime on every log whose machine can be described.
+Goals: fitted median <= 5% and p90 <= 12% on every log of >= 8 rows; predicted median <= 25% and
+<= 15% in the bandwidth regime on every log whose machine can be described. The few constants no source gives
+were chosen on some of these logs (:func:`chosen_on` names them, from :mod:`commlab.calibration`): there the
+predicted error is in-sample.
 
-The cluster model (:mod:`commlab.cluster`, issue 19) adds a third column on the logs whose run fills whole nodes
+The cluster model (:mod:`commlab.cluster`) adds a third column on the logs whose run fills whole nodes
 of a cluster preset (the multi-node logs 08-13, and 07): per row the time of the algorithm NCCL picks, with the
 fabric added, or the ``direct`` model for scatter; goal: median <= 20% in the bandwidth regime.
 """
@@ -29,7 +31,7 @@ from commlab.errors import CommlabError
 
 FIT_MEDIAN_GOAL, FIT_P90_GOAL = protocol_fit.MEDIAN_GOAL, protocol_fit.P90_GOAL
 PREDICTED_MEDIAN_GOAL, PREDICTED_BW_GOAL = 0.25, 0.15
-#: The cluster model's goal on the multi-node logs (issue 19), in the bandwidth regime.
+#: The cluster model's goal on the multi-node logs, in the bandwidth regime.
 CLUSTER_BW_GOAL = 0.20
 #: The bandwidth regime of the goals: sizes from 64 MiB.
 BW_REGIME_NBYTES = 64 * 2**20
@@ -322,6 +324,15 @@ def best_net_latency_us(path, desc: str, grid_us) -> tuple[float, list[float]]:
             raise CommlabError(f"the log {str(path)!r} has no prediction to choose a latency on ({desc})")
         medians.append(median)
     return float(grid_us[int(np.argmin(medians))]), medians
+
+
+def chosen_on(score: LogScore) -> tuple[str, ...]:
+    """The calibrated constants (:mod:`commlab.calibration`) chosen on this log: where its predicted errors are
+    in-sample, not a test of the model (a shipped log's number, or its path under ``commlab/data/nccl/``)."""
+    from commlab.calibration import table
+
+    keys = {score.name[:2], score.name, f"calibration/{score.name}"}
+    return tuple(c.name for c in table() if keys & set(c.runs))
 
 
 def scorecard(paths=None, machine: Machine | None = None, small_run=None) -> list[LogScore]:

@@ -9,7 +9,7 @@ The rule, figures from :mod:`commlab.hardware`:
   Other GPUs with NVLink bridges (A40, RTX 3090, ...) run their links at other rates: unknown here.
 * anything else goes over PCIe: the slot's per-direction bandwidth for the generation NVML reports (or an
   example states), scaled by lanes/16 when the slot is narrower. PHB, NODE and SYS also cross the CPU; a
-  pair without P2P is staged through host memory and can fall far below this roof (nccl-tests fixtures 05
+  pair without P2P is staged through host memory and can fall far below this roof (shipped nccl-tests logs 05
   and 06: 1.4 and 3.9 GB/s busbw on PCIe 4 A40s with P2P off).
 
 A ring all-reduce moves the same bytes over every hop at once, so its busbw is bounded by the slowest hop

@@ -12,13 +12,9 @@ run the previous one, so in steady state an iteration takes whichever is longer:
 NCCL's tuning model counts only the GPU side, which is right for one GPU per process (nccl-tests' usual
 ``mpirun ... -g 1``, where each process launches its own kernel in parallel) and misses the floor of ``-g 12``.
 
-The per-GPU cost of one call and its kernel launch, :data:`LAUNCH_US_PER_GPU`, is measured, not derived: it is
-chosen on the three 0-byte rows of fixture 19 (NCCL 2.5, which still launches a kernel for 0 bytes;
-``-g 12``: 57.1-57.3 us, so 4.77 us a GPU), rows the scorecard never scores, and it is checked on every scored
-row of fixtures 20-23 (the same machine) and 14-17 (another machine and NCCL version, ``-g 2``). Published
-host-side launch costs are of the same size: 4-6 us per kernel submission through the CUDA runtime
-(pegainfer's launch-overhead measurements, susun-blog.com/blog/pegainfer-3-cuda-graph), "usually between 5-20
-microseconds" on the CPU side (Meta's Holistic Trace Analysis documentation, cuda_kernel_launch_stats).
+The per-GPU cost of one call and its kernel launch, :data:`LAUNCH_US_PER_GPU`, is measured, not derived: no
+source gives it, so it is a calibrated constant (:mod:`commlab.calibration`: the runs it was chosen and checked
+on, and what published launch costs say).
 
 >>> LaunchShape(gpus_per_thread=12).floor_us
 57.2
@@ -30,11 +26,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from commlab.calibration import value
 from commlab.errors import CommlabError
 
-#: Host cost of one NCCL call and its kernel launch for one GPU, in us: chosen on fixture 19's 0-byte rows
-#: (57.2 us / 12 GPUs), checked on fixtures 14-17 and 20-23 (see the module's docstring).
-LAUNCH_US_PER_GPU = 57.2 / 12
+#: Host cost of one NCCL call and its kernel launch for one GPU, in us (calibrated: commlab/data/calibration.csv)
+LAUNCH_US_PER_GPU = value("LAUNCH_US_PER_GPU")
 
 _G_FLAG = re.compile(r"(?:^|\s)-g\s*(\d+)\b")
 _T_FLAG = re.compile(r"(?:^|\s)-t\s*(\d+)\b")
@@ -64,7 +60,7 @@ class LaunchShape:
 
     @classmethod
     def from_preamble(cls, preamble: dict) -> LaunchShape | None:
-        """From nccl-tests' ``# nThread 1 nGpus 12 ...`` line as :func:`commlab.nccl.comments.parse_preamble`
+        """From nccl-tests' ``# nThread 1 nGpus 12 ...`` line as :func:`commlab.nccl.lines.parse_preamble`
         reads it; None when it does not say."""
         if not preamble or "n_gpus" not in preamble:
             return None

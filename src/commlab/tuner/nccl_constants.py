@@ -3,11 +3,13 @@
 Read from NVIDIA/nccl v2.30.7 (commit 5067397c2676d5aed50042fc39e5c8ee96eb0027, June 2026):
 ``src/graph/tuning.cc`` (the tuner), ``src/graph/search.cc`` (the channel search's speeds),
 ``src/graph/topo.h`` (per-link bandwidths), ``src/graph/topo.cc`` (PCIe), ``src/include/device.h``
-(channel limits). Older NCCL releases used some different numbers (2.5-era Volta runs, fixtures 19-23);
-commlab uses these throughout and says so.
+(channel limits). Older NCCL releases used some different numbers (2.5-era Volta runs, shipped logs 19-23);
+commlab uses these throughout and says so. The few choices no source makes (how long a pipeline fills) are
+calibrated: :mod:`commlab.calibration` holds them with the runs they were chosen and checked on.
 
 Tables are keyed by NCCL's names: algorithms ``Tree, Ring, NVLS, NVLSTree`` (``CollNetDirect``,
-``CollNetChain`` and ``PAT`` need switch offload or one GPU per node and are left out), protocols ``LL, LL128,
+``CollNetChain`` and ``PAT`` need switch offload or one GPU per node and are left out of the predictive model;
+CollNet's latencies are here for the cluster model's SHARP), protocols ``LL, LL128,
 Simple``, hardware ``nvlink, pci, net``, architecture index ``volta, ampere, hopper, blackwell`` (NCCL's
 compCapIndex: sm < 80, 80-89, 90-99, >= 100), node-count index ``n1, n2, n4`` (1 node, 2 nodes, more).
 
@@ -17,6 +19,8 @@ compCapIndex: sm < 80, 80-89, 90-99, >= 100), node-count index ``n1, n2, n4`` (1
 from __future__ import annotations
 
 from types import MappingProxyType
+
+from commlab.calibration import entry, value
 
 NCCL_VERSION = "2.30.7"
 NCCL_COMMIT = "5067397c2676d5aed50042fc39e5c8ee96eb0027"
@@ -174,9 +178,8 @@ NVLS_TREE_CHUNK_RULES = ((32, 262144, 262144), (16, 131072, 131072), (4, 65536, 
 #: chunk times a (channel, head) pipeline spends filling before it streams: the NVLS kernels run each chunk through
 #: three warp groups in series (scatter -> reduce, with the tree's send/recv -> gather; device/all_reduce.h:390-520
 #: and 527-640), so the first chunk is two chunk times behind the stream. The kernels give the structure, not a
-#: measured delay: on 2 nodes the real runs fit 2 and 2 x tree depth alike; real 4- and 8-node H100 runs
-#: (NVIDIA/nccl-tests issue 309) prefer 2, so the choice between the two was made on those runs
-NVLS_PIPELINE_FILL_CHUNKS = 2
+#: measured delay: calibrated (commlab/data/calibration.csv)
+NVLS_PIPELINE_FILL_CHUNKS = int(value("NVLS_PIPELINE_FILL_CHUNKS"))
 
 #: per-connection buffers, bytes (init.cc:810-813): LL 8 lines x 512 threads x 8 steps x 16 B, LL128 120 elements x
 #: 640 threads x 8 steps x 8 B, Simple 4 MiB; NCCL_STEPS = 8 steps each (device.h:26)
@@ -195,14 +198,13 @@ GRAIN_BYTES = MappingProxyType({"LL": 16, "LL128": 1920, "Simple": 512})
 #: down. A network hop is store-and-forward by whole steps: the send proxy posts a step only once the GPU has written
 #: all of it (Simple, LL128: the tail; LL: every line's flags; src/transport/net.cc:1358-1395), and a Tree step is
 #: one chunk. NVLink hops inside the node are not counted: LL and LL128 pass line by line (the receiver polls each
-#: line's flag). The structure is the source's; counting the intra-node chain too (2 (ppn - 1) more hops) was
-#: tried on fixture 09 and held-out 4-node H100 runs, which it fits, but it overshoots the 2-node H100 IB runs
-#: and fixture 11 by 20-50%, so network hops alone were chosen, on all of these together
-TREE_FILL_HOPS_PER_LEVEL = 2
+#: line's flag). The structure is the source's; network hops alone, not the intra-node chain as well, is
+#: calibrated (commlab/data/calibration.csv)
+TREE_FILL_HOPS_PER_LEVEL = int(value("TREE_FILL_HOPS_PER_LEVEL"))
 #: the protocols the fill applies to. Not LL: across nodes its bandwidth is already NCCL's llMaxBw, a flat bus cap
-#: per node count (tuning.cc:179-182) far below the links, which folds the network's pipeline in; with the fill as
-#: well, Tree/LL at 128 KiB came out 15-35% slow on fixtures 08, 09 and 11 (chosen on those rows)
-TREE_FILL_PROTOS = ("LL128", "Simple")
+#: per node count (tuning.cc:179-182) far below the links, which folds the network's pipeline in (calibrated:
+#: commlab/data/calibration.csv)
+TREE_FILL_PROTOS = tuple(entry("TREE_FILL_PROTOS").value.split("+"))
 
 
 def arch_of(compute_capability: int) -> str:

@@ -20,19 +20,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from commlab.calibration import entry, value
+
 #: aws/aws-ofi-nccl at commit 2daf7d30 (the plugin AWS ships for EFA)
 AWS_OFI = "aws/aws-ofi-nccl 2daf7d30"
 #: google/nccl-plugin-gpudirect-tcpxo at commit 04815d1 (v1.0.17, GPUDirect-TCPXO on GCP a3-megagpu-8g)
 TCPXO = "google/nccl-plugin-gpudirect-tcpxo 04815d1 (v1.0.17)"
 #: What one GPUDirect-TCPXO network hop adds, in us. No source states it (the plugin reports 0 to NCCL), so it is
-#: chosen on a real run: the value, on a 0.5 us grid, with the least median time error over the rows of
-#: GoogleCloudPlatform/cluster-toolkit's A3 Mega all_gather (2 x 8 H100, commit 1047080,
-#: examples/gke-a3-megagpu/README.md; kept in commlab/data/nccl/calibration/a3mega_tcpxo_all_gather_16r.txt):
-#: 41.5 us, median error 3.9% there. Held against nccl-tests log 12 (an all_reduce on another A3 Mega cluster,
-#: which picks Tree and NVLSTree, not Ring), which it was not chosen on: within the predicted goals.
-TCPXO_HOP_US = 41.5
+#: calibrated on a real run and held against another (commlab/data/calibration.csv).
+TCPXO_HOP_US = value("TCPXO_HOP_US")
 #: The calibration run of :data:`TCPXO_HOP_US`, under ``commlab/data/nccl/``.
-TCPXO_CALIBRATION_LOG = "calibration/a3mega_tcpxo_all_gather_16r.txt"
+(TCPXO_CALIBRATION_LOG,) = entry("TCPXO_HOP_US").runs
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ host-memory staging with P2P off (:mod:`commlab.tuner.shm`), each network hop's 
 (:mod:`commlab.tuner.networks`), the launch floor of a thread driving several GPUs
 (:mod:`commlab.tuner.launch`), and the pipeline fill of NVLS / NVLSTree all-reduce, which NCCL's line leaves
 out: two chunk times of a (channel, head) pipe, the chunk as ``calcCollChunking`` sizes it (:func:`_nvls_fill_us`;
-without it fixture 07 at 2-32 MiB runs 25-50% slower than the NVLS line, 4% with it). Ring and Tree keep NCCL's
+without it log 07 at 2-32 MiB runs 25-50% slower than the NVLS line, 4% with it). Ring and Tree keep NCCL's
 line: their channels are not cut at these sizes (``nBytes < nc x nThreads x threadThreshold``, enqueue.cc:2093,
 only below about 1 MiB for Simple); a Tree across nodes adds its own fill, one chunk time per network hop of the
 inter-node tree (:func:`_tree_fill_us`). The Ring's mid-size gap across nodes is not modelled.

@@ -10,7 +10,7 @@ One rule that matters: any NCCL_PROTO a function is given sets LL128 on (1) or o
 
 Inside a ``--machine`` description commas separate fields, so a list there is written with ``+``
 (``proto=LL128+Simple``); both ``+`` and ``,`` are accepted here. Reading the settings out of a log's text is
-:mod:`commlab.nccl.settings`'s job; :func:`apply_forced` applies what it found to a machine.
+:mod:`commlab.nccl.debuglog`'s job; :func:`apply_forced` applies what it found to a machine.
 
 >>> on = enabled_names("LL,Simple;allreduce:^LL", PROTO_NAMES, "protocol")
 >>> sorted(on["all_reduce"]), sorted(on["broadcast"])
@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from commlab import calibration
 from commlab.collectives import canonical as canonical_op
 from commlab.errors import CommlabError
 from commlab.tuner.nccl_constants import ALGO_NAMES, FUNCTIONS, NCCL_VERSION, OLD_ALGO_NAMES, PROTO_NAMES
@@ -40,13 +41,13 @@ __all__ = ["ALGO_NAMES", "PROTO_NAMES", "FUNCTIONS", "OPS", "VARIABLES", "REPLAY
 #: Collectives NCCL's tuner models. nccl-tests' alltoall, scatter, gather and sendrecv are grouped
 #: send/recv calls, which NCCL does not tune (no entry in tuning.cc).
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
-#: the variables :func:`apply_forced` knows (and :func:`commlab.nccl.settings.forced_settings` reads)
+#: the variables :func:`apply_forced` knows (and :func:`commlab.nccl.debuglog.forced_settings` reads)
 VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_TREE_THRESHOLD")
 #: the NCCL version whose tuner commlab.tuner replays, as (major, minor)
 REPLAYED_VERSION = tuple(int(x) for x in NCCL_VERSION.split(".")[:2])
-#: the oldest NCCL the predictive model is held to: older releases tune and run differently (see the
-#: calibration table, commlab/data/calibration.csv)
-OLDEST_CLOSE_VERSION = (2, 12)
+#: the oldest NCCL the predictive model is held to: older releases tune and run differently (calibrated:
+#: commlab/data/calibration.csv)
+OLDEST_CLOSE_VERSION = tuple(int(x) for x in calibration.entry("OLDEST_CLOSE_VERSION").value.split("."))
 
 
 def _matches(token: str, names: tuple[str, ...], what: str, spec: str | None = None) -> tuple[str, ...]:

@@ -34,11 +34,12 @@ Two regimes, by what a GPU does at once:
   runs at what SM loads from host memory reach: :data:`SM_HOST_EFFICIENCY` of the PCIe rate.
 * **two ways**: it reads the previous GPU's data from host memory while it writes its own for the next one
   (every ring of all_reduce, all_gather, reduce_scatter; the middle of a longer chain). Then the per-GPU rate
-  is far below the link and does not follow the PCIe generation: 3.6-4.0 GB/s on PCIe 3 (fixtures 14, 15) as
-  on PCIe 4 (fixture 06). A reason consistent with it is PCIe's ordering rule, under which a read request may
+  is far below the link and does not follow the PCIe generation: 3.6-4.0 GB/s on PCIe 3 (shipped logs 14, 15)
+  as on PCIe 4 (log 06). A reason consistent with it is PCIe's ordering rule, under which a read request may
   not pass the posted writes issued before it, so each of the GPU's loads from host memory waits behind its own
-  stores; no source gives the resulting rate, so :data:`SHM_TWO_WAY_GBPS` is chosen on fixture 06 and checked
-  on fixtures 14 and 15 (another GPU, PCIe generation, path and host).
+  stores; no source gives the resulting rate, so :data:`SHM_TWO_WAY_GBPS` is a calibrated constant
+  (:mod:`commlab.calibration`: chosen on one run, checked on runs of another GPU, PCIe generation, path and
+  host).
 
 Between CPUs (``path=sys``) and through a shared PCIe switch (``pix``/``pxb``) the rate is further bounded by the
 CPU interconnect (NCCL's own figures, topo.h) and by the shared uplink.
@@ -53,8 +54,8 @@ log 05), 14.9 on 8 RTX 4090 under 2 AMD EPYC 7542 (all pairs SYS, NCCL version u
 (256 when the ring's planned bandwidth is at most 12 GB/s, else 512: v2.16.2-1 ``src/graph/tuning.cc:95``),
 the one Little's-law lever these fields decide, would by the ring search's speed steps (``search.cc:729``; not
 printed in these logs) give 512 threads to both 02 (5.2) and the RTX 4090 host (14.9), and 256 and 512 to
-fixtures 14 and 06, which run at the same rate. So no rule over the described
-fields separates them; the rate stays the one chosen on fixture 06, and the logs above are where it misses.
+logs 14 and 06, which run at the same rate. So no rule over the described fields separates them; the rate stays
+the calibrated one, and the logs above are where it misses.
 
 >>> from commlab.tuner.machine import parse_machine
 >>> rtx = parse_machine("gpu=rtx2080ti,gpus_per_node=2,pcie=3,p2p=0,path=pix")
@@ -64,6 +65,8 @@ fields separates them; the rate stays the one chosen on fixture 06, and the logs
 from __future__ import annotations
 
 from types import MappingProxyType
+
+from commlab.calibration import value
 
 #: PCIe x16 payload rate per direction, GB/s: lanes x transfer rate x line-code efficiency / 8. PCIe 3.0, 4.0
 #: and 5.0 run 8, 16 and 32 GT/s with 128b/130b coding (PCI-SIG, PCI Express Base Specification 3.0 section
@@ -78,11 +81,9 @@ PCIE_RAW_GBPS = MappingProxyType({3: 8 * 16 * 128 / 130 / 8, 4: 16 * 16 * 128 / 
 #: (benchmarks/README.md, "GPU"), and nvbandwidth's README shows 26.0 GB/s (83%) for its own PCIe 4.0 example.
 SM_HOST_EFFICIENCY = 25.13 / (16 * 16 * 128 / 130 / 8)
 
-#: Per-GPU rate, GB/s each way, of a GPU that reads and writes host memory at once through NCCL's SHM transport.
-#: No source states it. Chosen on fixture 06 (2 A40, PCIe 4.0, NODE path, NCCL 2.16.2: all_reduce busbw 3.86,
-#: 4.02, 3.88, 3.61 GB/s at 1-8 GiB; the median, 3.87) and checked on fixtures 14 and 15 (2 RTX 2080 Ti,
-#: PCIe 3.0 behind one switch: 4.00 and 3.2-3.8 GB/s), which it was not chosen on.
-SHM_TWO_WAY_GBPS = 3.87
+#: Per-GPU rate, GB/s each way, of a GPU that reads and writes host memory at once through NCCL's SHM transport
+#: (calibrated: commlab/data/calibration.csv)
+SHM_TWO_WAY_GBPS = value("SHM_TWO_WAY_GBPS")
 
 #: Bandwidth NCCL assigns to the link between two CPUs, GB/s (NVIDIA/nccl src/graph/topo.h:26-29): Intel
 #: Skylake and later UPI (SKL_QPI_BW 10.0; Broadwell's QPI is 6.0, Sapphire Rapids' 22.0), AMD (AMD_BW 16.0).

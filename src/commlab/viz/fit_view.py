@@ -3,7 +3,7 @@
 Two panels over the message size: above, the measured time of each row and every model's curve, with the
 regimes of a protocol-aware fit (:func:`commlab.cost.fit_protocol_model`) shaded and named, and any switch
 the caller marks (NCCL's predicted one, say); below, each model's residual ``model / measured - 1`` in percent
-at the measured sizes, with the +-5% band the protocol-aware fit aims for (issue 13's median goal). The models
+at the measured sizes, with the +-5% band the protocol-aware fit aims for (its median goal). The models
 are functions ``time_s(nbytes)`` the caller takes from :mod:`commlab.cost`; nothing here fits anything.
 """
 from __future__ import annotations

@@ -15,7 +15,7 @@ _MACHINES = (("nvswitch2", "A100 SXM4 GPUs on NVSwitch"), ("nvswitch3", "H100 SX
 
 #: Sizes drawn for rows "at 50-95 % of the link": 256 MiB to 8 GiB, where nccl-tests curves on 4-8 GPUs of one
 #: node have reached their plateau (in the shipped single-node logs busbw is at least 85 % of the run's peak
-#: from 256 MiB up; at 1 MiB it is far below: 8x H100, fixture 07, takes 28.6 us there, not the 3.4 us that
+#: from 256 MiB up; at 1 MiB it is far below: 8x H100, log 07, takes 28.6 us there, not the 3.4 us that
 #: 95 % of a B200's NVLink would give).
 PLATEAU_SIZES = tuple(2**k for k in range(28, 34))
 
