@@ -28,8 +28,8 @@ _spec.loader.exec_module(outline)
 
 CHAPTERS = sorted((REPO / "chapters").glob("*.ipynb"))
 BOOK = CHAPTERS + sorted((REPO / "labs").glob("*.ipynb"))
-# a markdown link: [text](target), target without a scheme; the fragment after '#'
-_LINK = re.compile(r"\]\(([^)\s]+)\)")
+# a markdown link: [text](target); CommonMark lets a target hold balanced parentheses, as heading anchors do
+_LINK = re.compile(r"\]\(((?:[^()\s]|\([^()\s]*\))+)\)")
 
 
 def outline_problems(nb, wanted: dict) -> list[str]:
