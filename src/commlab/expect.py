@@ -10,6 +10,7 @@ values::
     Traceback (most recent call last):
     ...
     AssertionError: busbw at the link: got 1.1, expected 1 within 5% (off by 10%)
+    >>> about(1.13 * 2**20, 1.1 * 2**20, "where LL retires on an H100 server")
 """
 from __future__ import annotations
 
@@ -34,3 +35,13 @@ def holds(condition: bool, what: str) -> None:
     """Fail with ``what`` (the relation, in words, with its values) unless ``condition`` is true."""
     if not condition:
         raise AssertionError(f"does not hold: {what}")
+
+
+#: How far a number may be from the rounded figure the prose gives for it ("about 1.1 MiB"): the prose keeps two
+#: significant figures, so a tenth either way.
+PROSE_REL = 0.1
+
+
+def about(actual: float, stated: float, what: str, rel: float = PROSE_REL) -> None:
+    """Fail unless ``actual`` is the figure the text states, ``stated``, to the text's rounding (``rel``)."""
+    close(actual, stated, rel, f"{what} (the text says about {stated:.3g})")
