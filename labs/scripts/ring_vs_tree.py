@@ -170,8 +170,8 @@ def crossover_lines(rows, n_ranks: int, code) -> list[str]:
     bw_text = format_bandwidth(bw_Bps) if math.isfinite(bw_Bps) else "infinite"
     lines = [f"fitted from the ring's times: alpha = {format_time(alpha_s)} per step, B = {bw_text} per link"]
     if not (0 < alpha_s and math.isfinite(bw_Bps)):
-        return lines + ["the fit pinned alpha or 1/B to zero (too few sizes, or noisy times): no crossover "
-                        "predicted; use more sizes or --repeats"]
+        return lines + ["the fit found no latency or no bandwidth term (too few sizes, or times that barely grow "
+                        "with the size, as on CPU ranks sharing cores): no crossover predicted"]
     predicted = predict_crossover_nbytes(n_ranks, alpha_s, bw_Bps)
     model = cost.crossover_nbytes("ring", "tree", n_ranks, alpha_s, bw_Bps)
     if math.isnan(predicted):
