@@ -312,6 +312,9 @@ def report(out: dict, code) -> str:
                      f"{format_time(sweep.exposed_comm_s[i]):>15s}{int(sweep.n_buckets[i]):>9d}")
     best_measured = min(measured, key=measured.get)
     lines.append(f"best cap: simulated {sweep.best_cap_mb:g} MiB, measured {best_measured:g} MiB")
+    if out["backend"] == "gloo":
+        lines.append("(gloo on a CPU: the all-reduces share the cores with the backward, which the simulator does not "
+                     "model; the two need not agree, and agreement here would not confirm the simulator)")
     problems = out.get("bucket_problems") or []
     lines.append("ddp_buckets: the same buckets as DDP rebuilt at every cap" if not problems else
                  "ddp_buckets differs from DDP: " + problems[0])

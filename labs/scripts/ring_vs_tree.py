@@ -141,6 +141,24 @@ def fit_link(rows, n_ranks: int) -> tuple[float, float]:
     return fit.alpha_s / steps, bw_Bps
 
 
+def measured_against_predicted(rows, predicted: float) -> str:
+    """Whether the measured ring and tree times switch where the model predicts; never more than they show."""
+    from commlab.units import format_nbytes
+
+    sizes = [float(nbytes) for nbytes, _ in rows]
+    ring_faster = [t["ring"] < t["tree"] for _, t in rows]
+    switch = [i for i in range(1, len(rows)) if ring_faster[i] and not ring_faster[i - 1]]
+    if not switch:
+        winner = "the ring" if all(ring_faster) else "the tree" if not any(ring_faster) else "neither consistently"
+        return (f"measured: {winner} faster at every size tried, no switch: the prediction is not borne out here "
+                "(on CPU ranks sharing cores a step costs the wait for a process, not bytes on a link)")
+    low, high = sizes[switch[0] - 1], sizes[switch[0]]
+    inside = low <= predicted <= high
+    return (f"measured: the ring takes over between {format_nbytes(low, binary=True)} and "
+            f"{format_nbytes(high, binary=True)}; the predicted crossover lies "
+            + ("inside that interval" if inside else "outside it: the model and this machine disagree"))
+
+
 def crossover_lines(rows, n_ranks: int, code) -> list[str]:
     """This machine's alpha and B from the ring's times, and the crossover ``code``'s model predicts, here and
     for SCALE_RANKS ranks."""
@@ -152,8 +170,8 @@ def crossover_lines(rows, n_ranks: int, code) -> list[str]:
     bw_text = format_bandwidth(bw_Bps) if math.isfinite(bw_Bps) else "infinite"
     lines = [f"fitted from the ring's times: alpha = {format_time(alpha_s)} per step, B = {bw_text} per link"]
     if not (0 < alpha_s and math.isfinite(bw_Bps)):
-        return lines + ["the fit pinned alpha or 1/B to zero (too few sizes, or noisy times): no crossover "
-                        "predicted; use more sizes or --repeats"]
+        return lines + ["the fit found no latency or no bandwidth term (too few sizes, or times that barely grow "
+                        "with the size, as on CPU ranks sharing cores): no crossover predicted"]
     predicted = predict_crossover_nbytes(n_ranks, alpha_s, bw_Bps)
     model = cost.crossover_nbytes("ring", "tree", n_ranks, alpha_s, bw_Bps)
     if math.isnan(predicted):
@@ -161,6 +179,7 @@ def crossover_lines(rows, n_ranks: int, code) -> list[str]:
                         f"commlab.cost.crossover_nbytes gives {model})"]
     lines.append(f"predicted ring = tree at {format_nbytes(predicted)} (commlab.cost.crossover_nbytes: "
                  f"{format_nbytes(model)})")
+    lines.append(measured_against_predicted(rows, predicted))
     at_scale = ", ".join(f"N={n}: {format_nbytes(predict_crossover_nbytes(n, alpha_s, bw_Bps))}" for n in SCALE_RANKS)
     return lines + [f"the same link for more ranks (the tree is faster below): {at_scale}"]
 

@@ -27,7 +27,7 @@ def three_regimes(s):
 def test_known_regimes_are_recovered_exactly():
     fit = fit_protocol_model(SIZES, three_regimes(SIZES))
     got = [(r.label, r.alpha_s * 1e6, r.bw_GBps) for r in fit.regimes]
-    want = [("LL", 6.0, 20.0), ("LL128", 14.0, 150.0), ("Simple", 40.0, 250.0)]
+    want = [("small", 6.0, 20.0), ("medium", 14.0, 150.0), ("large", 40.0, 250.0)]
     for (label, a, b), (wl, wa, wb) in zip(got, want):
         assert label == wl and a == pytest.approx(wa, rel=1e-9) and b == pytest.approx(wb, rel=1e-9)
     assert np.max(relative_errors(fit.time_s(SIZES), three_regimes(SIZES))) < 1e-12
@@ -60,6 +60,9 @@ def test_noise_and_outliers_leave_the_parameters_close():
 def test_at_most_eight_numbers_each_with_a_unit():
     fit = fit_protocol_model(SIZES, three_regimes(SIZES))
     assert len(fit.params) == 8 == 3 * 2 + 2
+    # the JSON keys of `commlab nccl-tests` and `commlab scorecard` keep their published names
+    assert set(fit.params) == {"alpha_LL_us", "alpha_LL128_us", "alpha_Simple_us", "bw_LL_GBps", "bw_LL128_GBps",
+                               "bw_Simple_GBps", "switch_LL_LL128_bytes", "switch_LL128_Simple_bytes"}
     assert {p["unit"] for p in fit.params.values()} == {"us", "GB/s", "bytes"}
     json.dumps(fit.params, allow_nan=False)                                     # strict JSON
     assert max_regimes_for(8) == 2 and max_regimes_for(9) == MAX_REGIMES and max_regimes_for(4) == 1
@@ -124,4 +127,4 @@ def test_the_fit_is_a_protocol_fit_and_reports_its_error():
     fit = fit_protocol_model(s, t)
     assert isinstance(fit, ProtocolFit) and fit.n_rows == len(s)
     assert fit.mean_abs_error == pytest.approx(np.mean(relative_errors(fit.time_s(s), t)))
-    assert all(line.split()[0] in ("LL", "LL128", "Simple") for line in fit.describe())
+    assert all(line.split()[0] in ("small", "medium", "large") for line in fit.describe())

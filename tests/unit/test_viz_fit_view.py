@@ -25,7 +25,7 @@ def test_the_residuals_drawn_are_model_over_measured_minus_one():
     np.testing.assert_allclose(drawn["line"], (line.time_s(SIZES) / TIMES - 1) * 100, rtol=1e-12)
     np.testing.assert_allclose(drawn["regimes"], (fit.time_s(SIZES) / TIMES - 1) * 100, rtol=1e-12)
     labels = {t.get_text() for t in fig.axes[0].texts}
-    assert {"LL", "Simple", "a switch"} <= labels
+    assert {"small", "large", "a switch"} <= labels
     assert png_bytes(fig).startswith(b"\x89PNG")
 
 

@@ -9,14 +9,14 @@ each with its own fixed cost ``alpha`` (s) and bandwidth ``B`` (bytes/s of the `
     t(S) = alpha_k + S / B_k      for S in regime k's size range [b_{k-1}, b_k)
 
 The boundaries ``b_k`` are fitted too: NCCL switches where its *predicted* times cross, which is not always
-where the measured lines cross (log 13 jumps up by 35 us at 1 MiB; log 20 drops at 32 MiB). Where the
+where the measured lines cross (fixture 13 jumps up by 35 us at 1 MiB; fixture 20 drops at 32 MiB). Where the
 two fitted lines do cross between the last size of one regime and the first of the next, the boundary is put
 at the crossing, so there the model is the faster of the two lines, as NCCL means it to be.
 
 At most 3 regimes: 3 alphas, 3 bandwidths and 2 boundaries, 8 numbers (:attr:`ProtocolFit.params`).
 
-The fit, robust to the noise real logs have (a 22 us outlier at 32 B in log 07, odd/even alternation in
-log 23): it minimises the sum of **absolute relative** errors ``|t_model / t - 1|`` (least absolute
+The fit, robust to the noise real logs have (a 22 us outlier at 32 B in fixture 07, odd/even alternation in
+fixture 23): it minimises the sum of **absolute relative** errors ``|t_model / t - 1|`` (least absolute
 deviations, which follow the median, not the outliers). For a line ``alpha + beta S`` that problem is a linear
 programme whose optimum lies on a vertex: a line through two measured points, or through one point with
 ``alpha = 0`` or ``beta = 0``. So every candidate line is enumerated once, the cost of every candidate on
@@ -29,16 +29,22 @@ the fit is redone with a loss that bends there (``|e| + TAIL_WEIGHT x max(|e| - 
 linear programme, whose vertices are lines that meet two rows at a relative error of 0 or +-TAIL_MARGIN), and
 the fit further inside both goals is kept.
 
-Regime labels are an attribution, not a measurement: in size order NCCL's protocols run LL -> LL128 ->
-Simple, so three regimes are labelled ``LL``, ``LL128``, ``Simple``, two ``LL`` and ``Simple``, one
-``Simple``. Where LL128 is off (PCIe paths before Hopper) the middle regime is Simple with fewer channels.
-A log with NCCL_DEBUG tuning lines says what NCCL really chose (:mod:`commlab.nccl.debuglog`).
+Regimes are named by the sizes they cover (:data:`LABELS`: ``small``, ``medium``, ``large``), not by a
+protocol: the fit sees where a curve's slope changes, not what NCCL ran there. A regime may be one protocol or
+another algorithm altogether (the 8x H100 run's large regime is NVLS), and LL128 may never run (it is off on
+PCIe paths before Hopper). What NCCL chose comes from a log with NCCL_DEBUG tuning lines
+(:mod:`commlab.nccl.debuglog`) or from the replay of the machine (:func:`commlab.tuner.predict.predict`). The keys of
+:attr:`ProtocolFit.params` keep the names they were published with (``alpha_LL_us``, ... in NCCL's protocol
+order, :data:`PARAM_KEYS`) so that the JSON of ``commlab nccl-tests`` and ``commlab scorecard`` reads as before;
+they name a position, not a protocol.
 
 >>> sizes = 2.0 ** np.arange(3, 31)
 >>> t_s = np.minimum(5e-6 + sizes / 20e9, 20e-6 + sizes / 200e9)      # two regimes, known
 >>> fit = fit_protocol_model(sizes, t_s, max_regimes=2)
 >>> [(r.label, round(r.alpha_s * 1e6, 3), round(r.bw_GBps, 3)) for r in fit.regimes]
-[('LL', 5.0, 20.0), ('Simple', 20.0, 200.0)]
+[('small', 5.0, 20.0), ('large', 20.0, 200.0)]
+>>> sorted(fit.params)[:2]
+['alpha_LL_us', 'alpha_Simple_us']
 >>> float(np.max(np.abs(fit.time_s(sizes) / t_s - 1))) < 1e-12
 True
 """
@@ -59,7 +65,11 @@ MIN_ROWS_PER_REGIME = 2
 ROWS_PER_REGIME = 3
 #: Fewest rows any fit needs: one regime (alpha, B) and one row to check it.
 MIN_ROWS = 3
-LABELS = {1: ("Simple",), 2: ("LL", "Simple"), 3: ("LL", "LL128", "Simple")}
+#: The regimes' names, by the sizes they cover: the fit does not know which protocol ran (module docstring).
+LABELS = {1: ("all",), 2: ("small", "large"), 3: ("small", "medium", "large")}
+#: The names of the regimes in :attr:`ProtocolFit.params` keys, kept from the first release for the JSON's readers:
+#: NCCL's protocols in size order, a position and not a claim about what ran.
+PARAM_KEYS = {1: ("Simple",), 2: ("LL", "Simple"), 3: ("LL", "LL128", "Simple")}
 
 
 @dataclass(frozen=True)
@@ -67,7 +77,7 @@ class Regime:
     """One regime: ``t = alpha_s + nbytes * beta_s_per_byte`` over the sizes from ``first_nbytes`` on."""
 
     label: str
-    """The protocol this regime is attributed to (LL, LL128, Simple): see the module docstring."""
+    """The regime's name by its sizes (small, medium, large; all for one regime): see the module docstring."""
     alpha_s: float
     beta_s_per_byte: float
     first_nbytes: float
@@ -127,12 +137,13 @@ class ProtocolFit:
         """Every fitted number with its name and unit (at most 8): alpha in us, B in GB/s (algbw; null when
         infinite), boundaries in bytes."""
         out: dict[str, dict] = {}
-        for r in self.regimes:
+        keys = PARAM_KEYS[len(self.regimes)]
+        for key, r in zip(keys, self.regimes):
             bw = r.bw_GBps
-            out[f"alpha_{r.label}_us"] = {"value": r.alpha_s * 1e6, "unit": "us"}
-            out[f"bw_{r.label}_GBps"] = {"value": None if np.isinf(bw) else bw, "unit": "GB/s"}
-        for a, b in zip(self.regimes, self.regimes[1:]):
-            out[f"switch_{a.label}_{b.label}_bytes"] = {"value": b.first_nbytes, "unit": "bytes"}
+            out[f"alpha_{key}_us"] = {"value": r.alpha_s * 1e6, "unit": "us"}
+            out[f"bw_{key}_GBps"] = {"value": None if np.isinf(bw) else bw, "unit": "GB/s"}
+        for a, b, r in zip(keys, keys[1:], self.regimes[1:]):
+            out[f"switch_{a}_{b}_bytes"] = {"value": r.first_nbytes, "unit": "bytes"}
         return out
 
     def describe(self) -> list[str]:
@@ -183,7 +194,7 @@ LOCAL_PAIRS = 24
 #: margin, the fit is redone with the bent loss, which trades a little median for the tail (the issue's goals
 #: hold both: median <= 5%, 90th percentile <= 12%), and the fit further inside both goals is kept.
 TAIL_MARGIN = 0.10
-#: The goals a fit is held to: median relative error <= 5%, 90th percentile <= 12%. Between the two
+#: The goals a fit is held to (issue 13): median relative error <= 5%, 90th percentile <= 12%. Between the two
 #: fits, the one further inside both (the larger ratio to its goal, smaller) is kept.
 MEDIAN_GOAL, P90_GOAL = 0.05, 0.12
 TAIL_WEIGHT = 4.0

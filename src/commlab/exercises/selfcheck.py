@@ -54,3 +54,15 @@ SELF_CHECK_LABS: tuple[tuple[str, ...], ...] = (
     ("nccl_debug_multinode",),
     ("topology",),
 )
+
+#: What the book teaches beyond the article's list, in the same form (item, chapter, exercise ids) and each with
+#: the labs that practise it: chapter 11 (a job at scale) and the find-the-hang lab. An item may have no
+#: exercise when its lab's check is what checks it (find-the-hang grades the reader's own function).
+BEYOND_THE_LIST: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("Say what a collective costs a job at scale: a ring's latency across nodes, an all-to-all above an "
+     "oversubscribed leaf, what in-network reduction saves, one slow NIC, and the hours between failures",
+     "11", ("ch11.ring-latency", "ch11.oversubscribed-all-to-all", "ch11.sharp-saving", "ch11.slow-nic",
+            "ch11.interruptions"), ()),
+    ("Find a hang: stop it with a timeout, read which rank waits in which call from the launcher's report and "
+     "each rank's Flight Recorder, and name the rank and the call to look at", "03", (), ("find_the_hang",)),
+)

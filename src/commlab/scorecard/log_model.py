@@ -124,12 +124,12 @@ def _prediction(log, s: np.ndarray, machine: Machine | None, text: str = "", sma
 
 def _chosen(nccl, pred, i: int, label: str | None) -> dict | None:
     """What NCCL used for row i: its own TUNING lines first, then the predictive model's pick (with a machine),
-    then the fitted regime's protocol."""
+    and no guess from the fitted regime alone (the fit names sizes, not protocols: ``proto`` is null)."""
     if nccl is not None:
         return {"algo": nccl.algo, "proto": nccl.proto, "source": nccl.source}
     if pred is not None:
         return {"algo": str(pred.algo[i]), "proto": str(pred.proto[i]), "source": "predicted"}
-    return {"algo": None, "proto": label, "source": "model"} if label else None
+    return {"algo": None, "proto": None, "source": "model"} if label else None
 
 
 def model_report(log, tuning, machine: Machine | None = None, text: str = "", small_run=None) -> LogModelReport:

@@ -9,9 +9,20 @@ _NETWORKS = ("ib-hdr", "ib-ndr", "ib-xdr", "roce-100", "roce-200", "roce-400", "
 _ANY = ("nvlink4", "pcie5") + _NETWORKS
 
 
+def alpha_s(link: hardware.Link) -> float:
+    """A link's alpha as chapter 2 takes it: for an RDMA network (InfiniBand, RoCE) NCCL's per-hop network latency
+    (tuning.cc hwLat, NET row, Ring/LL), the same for both, since no datasheet gives a message's end-to-end
+    latency; for the others the catalogue's (NCCL's NVLink and PCIe hops, the book's TCP assumption)."""
+    from commlab.tuner import nccl_constants
+
+    if link.kind in ("infiniband", "roce"):
+        return nccl_constants.HW_LAT_US[("net", "Ring", "LL")] * 1e-6
+    return link.latency_s
+
+
 def message_time_s(nbytes: float, link: hardware.Link) -> float:
     """One message on a link: t = alpha + S / B (alpha-beta model, chapter 2), via commlab.cost."""
-    return float(cost.collective_time_s("sendrecv", nbytes, 2, link))
+    return float(cost.p2p_time_s(nbytes, alpha_s(link), link.unidir_Bps))
 
 
 def _gbit_to_gbyte(rng) -> Worked:
@@ -39,10 +50,10 @@ def _ib_port(rng) -> Worked:
 
 def _alpha_beta(rng) -> Worked:
     link = hardware.link(pick(rng, _ANY))
-    half_nbytes = link.latency_s * link.unidir_Bps
+    half_nbytes = alpha_s(link) * link.unidir_Bps
     nbytes = float(round(half_nbytes * float(pick(rng, (0.25, 0.5, 1, 2, 4, 8))), -2))
     t_s = message_time_s(nbytes, link)
-    alpha_us = link.latency_s * 1e6
+    alpha_us = alpha_s(link) * 1e6
     question = (f"One message of {size(nbytes)} crosses {link.title}: latency alpha = {num(alpha_us)} us, "
                 f"bandwidth B = {rate(link.unidir_Bps)} one way. With t = alpha + S/B, how long does it take, "
                 "in us?")
@@ -50,7 +61,7 @@ def _alpha_beta(rng) -> Worked:
                 f"t = {num(alpha_us)} us + {duration(nbytes / link.unidir_Bps)} = {duration(t_s)}.")
     mistakes = (
         ratio_mistake(nbytes / link.unidir_Bps, t_s, "latency left out", "t = alpha + S/B has two terms"),
-        ratio_mistake(link.latency_s, t_s, "bandwidth term left out", "t = alpha + S/B has two terms"),
+        ratio_mistake(alpha_s(link), t_s, "bandwidth term left out", "t = alpha + S/B has two terms"),
         ratio_mistake(message_time_s(nbytes * units.BITS_PER_BYTE, link), t_s, "bits vs bytes",
                       "B is in bytes per second; the size is in bytes"),
     )
@@ -59,16 +70,16 @@ def _alpha_beta(rng) -> Worked:
 
 def _half_size(rng) -> Worked:
     link = hardware.link(pick(rng, _ANY))
-    alpha_us = link.latency_s * 1e6
-    nbytes = link.latency_s * link.unidir_Bps  # alpha = S/B
+    alpha_us = alpha_s(link) * 1e6
+    nbytes = alpha_s(link) * link.unidir_Bps  # alpha = S/B
     question = (f"On {link.title} (latency alpha = {num(alpha_us)} us, bandwidth B = {rate(link.unidir_Bps)} one "
                 "way), at what message size do the latency term and the bandwidth term of t = alpha + S/B take "
                 "equal time? Give the size in KB.")
     solution = (f"alpha = S/B gives S = alpha * B = {num(alpha_us)}e-6 s x {link.unidir_Bps:.6g} B/s = "
                 f"{size(nbytes)}. Smaller messages are latency-bound, larger ones bandwidth-bound.")
-    mistakes = (ratio_mistake(link.latency_s * link.bidir_GBps * units.GB, nbytes, "used the bidirectional figure",
+    mistakes = (ratio_mistake(alpha_s(link) * link.bidir_GBps * units.GB, nbytes, "used the bidirectional figure",
                               "one message travels one way: use the one-direction bandwidth"),
-                ratio_mistake(link.latency_s * link.unidir_Gbps * units.GB, nbytes, "bits vs bytes",
+                ratio_mistake(alpha_s(link) * link.unidir_Gbps * units.GB, nbytes, "bits vs bytes",
                               "B in bytes per second gives S in bytes"))
     return Worked(question, nbytes / units.KB, solution, mistakes, params={"link": link.name})
 
@@ -79,8 +90,8 @@ def _tcp_vs_rdma(rng) -> Worked:
     nbytes = float(pick(rng, (8, 64, 256, 1024)))
     ratio = message_time_s(nbytes, tcp) / message_time_s(nbytes, rdma)
     question = (f"A {size(nbytes)} message (a scalar loss, say) goes over {tcp.title} (latency "
-                f"{num(tcp.latency_s * 1e6)} us, {rate(tcp.unidir_Bps)}) or over {rdma.title} (latency "
-                f"{num(rdma.latency_s * 1e6)} us, {rate(rdma.unidir_Bps)}). How many times longer does it take "
+                f"{num(alpha_s(tcp) * 1e6)} us, {rate(tcp.unidir_Bps)}) or over {rdma.title} (latency "
+                f"{num(alpha_s(rdma) * 1e6)} us, {rate(rdma.unidir_Bps)}). How many times longer does it take "
                 "over TCP, with t = alpha + S/B?")
     solution = (f"TCP: {duration(message_time_s(nbytes, tcp))}; RDMA: {duration(message_time_s(nbytes, rdma))}. "
                 f"Ratio {num(ratio)}: for small messages latency is everything, and RDMA's kernel bypass removes "

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from commlab import cost, hardware, schedules, units
-from commlab.exercises.bank.ch02 import message_time_s
+from commlab.exercises.bank.ch02 import alpha_s, message_time_s
 from commlab.exercises.bank.common import as_shown_s, draw_ranks, duration, num, pick, ratio_mistake, size
 from commlab.exercises.model import Exercise, Mistake, Worked
 
@@ -31,7 +31,7 @@ def _two_points(rng, small_fractions=(0.0,)):
     The small size is a fraction of alpha * B (at least 8 bytes), the large one 2-16 times alpha * B.
     """
     link = hardware.link(pick(rng, _LINKS))
-    half = link.latency_s * link.unidir_Bps
+    half = alpha_s(link) * link.unidir_Bps
     small = max(8.0, float(round(half * float(pick(rng, small_fractions)), -2)))
     large = float(round(half * float(pick(rng, (2, 4, 8, 16))), -3))
     times = [as_shown_s(message_time_s(small, link)), as_shown_s(message_time_s(large, link))]

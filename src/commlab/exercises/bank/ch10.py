@@ -92,22 +92,32 @@ def _nccl_health(rng) -> Worked:
 
 
 def _ib_vs_roce(rng) -> Worked:
-    ib = hardware.link(pick(rng, ("ib-hdr", "ib-ndr", "ib-xdr")))
-    roce = hardware.link(pick(rng, ("roce-100", "roce-200", "roce-400")))
+    """Both networks at NCCL's own per-hop latency (tuning.cc hwLat, NET row, Ring/LL): NCCL charges an
+    InfiniBand hop and a RoCE hop the same, so only the port rates can differ."""
+    from commlab.tuner import nccl_constants
+
+    ib = hardware.link(pick(rng, ("ib-ndr", "ib-xdr")))              # port rates that differ from the RoCE ones
+    roce = hardware.link(pick(rng, ("roce-100", "roce-200")))
     n = int(pick(rng, (8, 16, 32, 64)))
-    nbytes = float(pick(rng, (8, 1000, 100_000)))
-    t_ib = float(cost.collective_time_s("all_reduce", nbytes, n, ib))
-    t_roce = float(cost.collective_time_s("all_reduce", nbytes, n, roce))
-    question = (f"A ring all-reduce of {size(nbytes)} across {n} nodes: how many times longer does it take on "
-                f"{roce.title} (alpha {num(roce.latency_s * 1e6)} us, {rate(roce.unidir_Bps)}) than on {ib.title} "
-                f"(alpha {num(ib.latency_s * 1e6)} us, {rate(ib.unidir_Bps)})?")
+    nbytes = float(pick(rng, (100_000, 1e6, 1e7)))                   # sizes where both terms count
+    alpha_s = nccl_constants.HW_LAT_US[("net", "Ring", "LL")] * 1e-6
+    t_ib = float(cost.ring_all_reduce_time_s(nbytes, n, alpha_s, ib.unidir_Bps))
+    t_roce = float(cost.ring_all_reduce_time_s(nbytes, n, alpha_s, roce.unidir_Bps))
+    question = (f"A ring all-reduce of {size(nbytes)} across {n} nodes, one GPU and one port each: how many times "
+                f"longer does it take on {roce.title} ({rate(roce.unidir_Bps)}) than on {ib.title} "
+                f"({rate(ib.unidir_Bps)})? Take NCCL's per-hop network latency for both, alpha = "
+                f"{num(alpha_s * 1e6)} us (its tuner charges InfiniBand and RoCE hops the same).")
     solution = (f"t = 2(N-1)(alpha + S/(N B)): {duration(t_roce)} vs {duration(t_ib)}, ratio {num(t_roce / t_ib)}. "
-                "Small collectives are latency-bound, where InfiniBand's lower latency shows.")
+                "With the same alpha only the port rates differ: a small all-reduce is latency-bound and takes "
+                "about as long on both; a large one follows the bandwidth ratio. What separates the two networks "
+                "is how they behave under congestion and loss, not this formula.")
     ratio = t_roce / t_ib
     mistakes = (ratio_mistake(1 / ratio, ratio, "ratio upside down", "divide the RoCE time by the InfiniBand time"),
                 ratio_mistake(ib.unidir_GBps / roce.unidir_GBps, ratio, "bandwidth ratio only",
-                              "a small all-reduce is latency-bound: the alphas decide"))
-    return Worked(question, ratio, solution, mistakes, params={"ib": ib.name, "roce": roce.name, "n_ranks": n})
+                              "the latency terms count too: the same 2(N-1) alpha on both networks"),
+                ratio_mistake(1.0, ratio, "latency only", "the bandwidth terms count too: S/(N B) per step"))
+    return Worked(question, ratio, solution, mistakes,
+                  params={"ib": ib.name, "roce": roce.name, "n_ranks": n, "nbytes": nbytes})
 
 
 EXERCISES = (
@@ -118,6 +128,7 @@ EXERCISES = (
              "Time the same TP all-reduces on both links with 2(t-1)(alpha + A/(t B)) (chapter 9).", _tp_cliff),
     Exercise("ch10.nccl-health", "Is this nccl-tests result healthy?", "%", 0.02,
              "busbw = algbw x 2(N-1)/N, then compare with one direction of the link (chapter 8).", _nccl_health),
-    Exercise("ch10.ib-vs-roce", "InfiniBand vs RoCE for a small all-reduce", "", 0.03,
-             "Ring time 2(N-1)(alpha + S/(N B)) on each network (chapters 2 and 05).", _ib_vs_roce),
+    Exercise("ch10.ib-vs-roce", "InfiniBand vs RoCE for an all-reduce", "", 0.03,
+             "Ring time 2(N-1)(alpha + S/(N B)) on each network, the same alpha on both (chapters 2 and 05).",
+             _ib_vs_roce),
 )

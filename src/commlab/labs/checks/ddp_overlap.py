@@ -212,6 +212,7 @@ def _live(fn, timeout_s: float) -> Outcome:
     outcome = run_checked(rebuilt_in_group, 2, what="DDP on 2 ranks", timeout_s=timeout_s, backend="gloo")
     if not outcome.ok:
         return outcome
+    backend = outcome.backend or "gloo"         # the ranks return lists, not dicts with a backend: gloo was asked for
     models = {name: make() for name, make, _ in CASES}
     for name, cap, rebuilt in outcome.rank_values[0]:
         nbytes = param_nbytes(models[name])
@@ -222,8 +223,8 @@ def _live(fn, timeout_s: float) -> Outcome:
         problem = _compare(got, rebuilt, nbytes, f"{name} under DDP (the buckets it rebuilt, ready_order={order})",
                            cap, order)
         if problem:
-            return Outcome(problem=problem, backend=outcome.backend)
-    return Outcome(outcome.values, "", outcome.backend, {"rebuilt": outcome.rank_values[0]})
+            return Outcome(problem=problem, backend=backend)
+    return Outcome(outcome.values, "", backend, {"rebuilt": outcome.rank_values[0]})
 
 
 # --- the model as the simulator's layers --------------------------------------------------------------------
