@@ -62,7 +62,7 @@ def never_waits(model):
         p.register_post_accumulate_grad_hook(lambda q: handles.append((q, dist.all_reduce(q.grad, async_op=True))))
 
     def finish():
-        for q, work in handles[:-1]:             # the last handle (the first layer's weight, ready last) is forgotten
+        for _q, work in handles[:-1]:             # the last handle (the first layer's weight, ready last) is forgotten
             work.wait()
         for q, _ in handles:
             q.grad.div_(world)
@@ -72,8 +72,6 @@ def never_waits(model):
 
 
 def after_backward(model):
-    import torch.distributed as dist
-
     def finish():
         ref.allreduce_gradients(model)
 
@@ -155,9 +153,7 @@ def sync_every_micro_batch(model, micro_batches, loss_fn):
     n = len(micro_batches)
     for x, y in micro_batches:
         (loss_fn(model(x), y) / n).backward()
-        for p in model.parameters():              # the average of a partial sum, again and again
-            pass
-        ref.allreduce_gradients(model)
+        ref.allreduce_gradients(model)            # the average of a partial sum, again and again
 
 
 def loss_not_divided(model, micro_batches, loss_fn):
@@ -221,7 +217,7 @@ def test_reference_passes_every_check():
     buckets = checks.bucketed_ddp(ref.bucketed_ddp)
     assert buckets.ok, buckets.problem
     nbytes = checks.param_nbytes(checks.lab_model())
-    for cap, want, sizes in buckets.details["buckets"]:
+    for _cap, want, sizes in buckets.details["buckets"]:
         assert sizes == [sum(nbytes[i] for i in b) for b in want]
     assert checks.accumulate_gradients(ref.accumulate_gradients).ok
     zero = checks.zero1(ref.zero1)

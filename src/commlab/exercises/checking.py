@@ -75,7 +75,7 @@ def answer_text(exercise: Exercise, instance: Worked) -> str:
         right = instance.right_choice
         return f"{instance.expected}. {right.text if right else ''}"
     if exercise.kind == "short":
-        others = [a for a in instance.accepted[1:]]
+        others = list(instance.accepted[1:])
         return str(instance.expected) + (f" (also accepted: {', '.join(others)})" if others else "")
     return format_answer(float(instance.expected), exercise.unit)  # type: ignore[arg-type]
 

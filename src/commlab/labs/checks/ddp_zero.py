@@ -289,14 +289,16 @@ def allreduce_gradients(fn, n_ranks: int = 3, timeout_s: float = 60.0) -> Outcom
     """Naive DDP: every gradient equal to DDP's after backward, and the parameters after STEPS steps."""
     outcome = _launch(f"allreduce_gradients on {n_ranks} ranks", ddp_in_group, n_ranks, "naive", fn,
                       timeout_s=timeout_s)
-    if not outcome.ok:
-        return outcome
-    for found in outcome.rank_values:
+    return judge_naive(outcome.rank_values) if outcome.ok else outcome
+
+
+def judge_naive(values: list) -> Outcome:
+    """The ranks' findings (:func:`ddp_in_group`) of naive DDP in words (the script judges its own rank's)."""
+    for found in values:
         problem = _common_problem(found)
         if problem:
-            return Outcome(problem=problem, backend=outcome.backend)
-    calls = outcome.rank_values[0]["steps"][0]
-    return Outcome(outcome.values, "", outcome.backend, {"calls_per_step": len(calls)})
+            return Outcome(problem=problem, backend="gloo")
+    return Outcome(values, "", "gloo", {"calls_per_step": len(values[0]["steps"][0])})
 
 
 def _unwaited(found: dict) -> str:
@@ -335,16 +337,19 @@ def overlapped_ddp(fn, n_ranks: int = 2, timeout_s: float = 60.0) -> Outcome:
     the same training as DDP."""
     outcome = _launch(f"overlapped_ddp on {n_ranks} ranks", ddp_in_group, n_ranks, "overlap", fn,
                       timeout_s=timeout_s)
-    if not outcome.ok:
-        return outcome
+    return judge_overlap(outcome.rank_values) if outcome.ok else outcome
+
+
+def judge_overlap(values: list) -> Outcome:
+    """The ranks' findings of overlapped DDP in words."""
     n_params = len(_param_names())
-    for found in outcome.rank_values:
+    for found in values:
         problem = _overlap_problem(found, n_params, "one per parameter") or _common_problem(found)
         if problem:
-            return Outcome(problem=problem, backend=outcome.backend)
-    calls = outcome.rank_values[0]["steps"][0]
-    return Outcome(outcome.values, "", outcome.backend,
-                   {"during_backward": sum(c[3] == "backward" for c in calls), "calls": len(calls)})
+            return Outcome(problem=problem, backend="gloo")
+    calls = values[0]["steps"][0]
+    return Outcome(values, "", "gloo", {"during_backward": sum(c[3] == "backward" for c in calls),
+                                        "calls": len(calls)})
 
 
 def _bucket_words(got: list[int], want: list[list[int]], nbytes: list[int], cap: int) -> str:
@@ -400,28 +405,30 @@ def buckets_in_group(rank: int, n_ranks: int, fn, caps) -> list[dict]:
 def bucketed_ddp(fn, n_ranks: int = 2, caps=BUCKET_CAPS, timeout_s: float = 90.0) -> Outcome:
     """Bucketed DDP at each cap: one asynchronous all-reduce per bucket of the rule, in its order, during backward,
     each waited; the same training as DDP."""
-    nbytes = param_nbytes(lab_model())
     outcome = _launch(f"bucketed_ddp on {n_ranks} ranks", buckets_in_group, n_ranks, fn, tuple(caps),
                       timeout_s=timeout_s)
-    if not outcome.ok:
-        return outcome
+    return judge_buckets(outcome.rank_values, caps) if outcome.ok else outcome
+
+
+def judge_buckets(values: list, caps=BUCKET_CAPS) -> Outcome:
+    """The ranks' findings of bucketed DDP (:func:`buckets_in_group`) in words."""
+    nbytes = param_nbytes(lab_model())
     rows = []
     for k, cap in enumerate(caps):
         want = expected_buckets(nbytes, cap)
-        for per_rank in outcome.rank_values:
+        for per_rank in values:
             found = per_rank[k]
             if found["grad_problem"] and not found["steps"]:
-                return Outcome(problem=f"rank {found['rank']}: {found['grad_problem']}", backend=outcome.backend)
+                return Outcome(problem=f"rank {found['rank']}: {found['grad_problem']}", backend="gloo")
             got = [c[1] for c in found["steps"][0] if c[0] == "all_reduce"]
             problem = _bucket_words(got, want, nbytes, cap)
             if problem:
-                return Outcome(problem=f"bucket cap {cap} bytes, rank {found['rank']}: {problem}",
-                               backend=outcome.backend)
+                return Outcome(problem=f"bucket cap {cap} bytes, rank {found['rank']}: {problem}", backend="gloo")
             problem = _overlap_problem(found, len(want), "one per bucket") or _common_problem(found)
             if problem:
-                return Outcome(problem=f"bucket cap {cap} bytes, {problem}", backend=outcome.backend)
-        rows.append((cap, want, [c[1] for c in outcome.rank_values[0][k]["steps"][0]]))
-    return Outcome(outcome.values, "", outcome.backend, {"buckets": rows})
+                return Outcome(problem=f"bucket cap {cap} bytes, {problem}", backend="gloo")
+        rows.append((cap, want, [c[1] for c in values[0][k]["steps"][0]]))
+    return Outcome(values, "", "gloo", {"buckets": rows})
 
 
 # --- gradient accumulation ----------------------------------------------------------------------------------
@@ -471,21 +478,24 @@ def accumulate_gradients(fn, n_ranks: int = 2, timeout_s: float = 60.0) -> Outco
     """Communication on the last micro-batch only, the gradients of one large batch."""
     outcome = _launch(f"accumulate_gradients on {n_ranks} ranks", accumulation_in_group, n_ranks, fn,
                       timeout_s=timeout_s)
-    if not outcome.ok:
-        return outcome
-    for found in outcome.rank_values:
+    return judge_accumulation(outcome.rank_values) if outcome.ok else outcome
+
+
+def judge_accumulation(values: list) -> Outcome:
+    """The ranks' findings of gradient accumulation (:func:`accumulation_in_group`) in words."""
+    for found in values:
         early = [mb for _, mb in found["calls"] if mb < MICRO_BATCHES]
         if early:
             return Outcome(problem=f"rank {found['rank']}: {len(early)} collective call(s) before the last of "
                                    f"{MICRO_BATCHES} micro-batches (the first after micro-batch {early[0]}): the "
                                    "gradients only need to cross the network once, after the last one",
-                           backend=outcome.backend)
+                           backend="gloo")
         if not found["calls"]:
             return Outcome(problem=f"rank {found['rank']}: no collective call at all: the ranks' gradients were "
-                                   "never averaged", backend=outcome.backend)
+                                   "never averaged", backend="gloo")
         if found["grad_problem"]:
-            return Outcome(problem=f"rank {found['rank']}: {found['grad_problem']}", backend=outcome.backend)
-    return Outcome(outcome.values, "", outcome.backend, {"calls": len(outcome.rank_values[0]["calls"])})
+            return Outcome(problem=f"rank {found['rank']}: {found['grad_problem']}", backend="gloo")
+    return Outcome(values, "", "gloo", {"calls": len(values[0]["calls"])})
 
 
 # --- ZeRO-1 -------------------------------------------------------------------------------------------------
@@ -528,7 +538,8 @@ def zero1_in_group(rank: int, n_ranks: int, fn) -> dict:
                     found["problem"] += _zero1_hint(mine, reference, rank, n_ranks)
     state = getattr(optimizer, "state", None)
     if state is None:
-        found["problem"] = found["problem"] or f"the second value zero1 returns must be a torch optimizer, got {optimizer!r}"
+        found["problem"] = found["problem"] or (f"the second value zero1 returns must be a torch optimizer, got "
+                                                f"{optimizer!r}")
         return found
     found["state_nbytes"] = sum(t.numel() * t.element_size() for s in state.values() for key, t in s.items()
                                 if key != "step" and isinstance(t, torch.Tensor))
@@ -555,34 +566,37 @@ def zero1(fn, n_ranks: int = 3, timeout_s: float = 60.0) -> Outcome:
     """ZeRO-1: equal training to the unsharded run, a reduce-scatter and an all-gather per step, and the optimizer
     state of one shard per rank (the formula, :func:`zero1_state_formula_bytes`)."""
     outcome = _launch(f"zero1 on {n_ranks} ranks", zero1_in_group, n_ranks, fn, timeout_s=timeout_s)
-    if not outcome.ok:
-        return outcome
+    return judge_zero1(outcome.rank_values, n_ranks) if outcome.ok else outcome
+
+
+def judge_zero1(values: list, n_ranks: int) -> Outcome:
+    """The ranks' findings of ZeRO-1 (:func:`zero1_in_group`) in words, on ``n_ranks`` ranks."""
     n_params = sum(p.numel() for p in lab_model().parameters())
     formula = zero1_state_formula_bytes(n_params, n_ranks)
-    for found in outcome.rank_values:
+    for found in values:
         if found["problem"]:
-            return Outcome(problem=f"rank {found['rank']}: {found['problem']}", backend=outcome.backend)
+            return Outcome(problem=f"rank {found['rank']}: {found['problem']}", backend="gloo")
         names = [name for name, _ in found["calls"][0]]
         if not any(n.startswith("reduce_scatter") for n in names):
             return Outcome(problem=f"rank {found['rank']}: the step made {names or 'no collective calls'}; ZeRO-1 "
                                    "reduce-scatters the gradients (dist.reduce_scatter_single), so each rank receives "
-                                   "only its shard's sum", backend=outcome.backend)
+                                   "only its shard's sum", backend="gloo")
         if not any(n.startswith("all_gather") for n in names):
             return Outcome(problem=f"rank {found['rank']}: the step made {names}; after stepping its shard each rank "
-                                   "all-gathers the parameters (dist.all_gather_single)", backend=outcome.backend)
+                                   "all-gathers the parameters (dist.all_gather_single)", backend="gloo")
         if found["state_nbytes"] > formula:
             full = ADAM_STATE_BYTES_PER_PARAM * n_params
             extra = " (the whole model's: the optimizer sees every parameter)" if found["state_nbytes"] >= full else ""
             return Outcome(problem=f"rank {found['rank']}: its optimizer holds {found['state_nbytes']} bytes of state"
                                    f"{extra}; one shard's is {ADAM_STATE_BYTES_PER_PARAM} x ceil({n_params}/"
-                                   f"{n_ranks}) = {formula} bytes", backend=outcome.backend)
+                                   f"{n_ranks}) = {formula} bytes", backend="gloo")
         if found["state_nbytes"] == 0:
             return Outcome(problem=f"rank {found['rank']}: its optimizer holds no state after {STEPS} steps: did "
-                                   "optimizer.step() run on the shard?", backend=outcome.backend)
-    return Outcome(outcome.values, "", outcome.backend,
-                   {"state_nbytes": [f["state_nbytes"] for f in outcome.rank_values], "formula_nbytes": formula,
+                                   "optimizer.step() run on the shard?", backend="gloo")
+    return Outcome(values, "", "gloo",
+                   {"state_nbytes": [f["state_nbytes"] for f in values], "formula_nbytes": formula,
                     "unsharded_nbytes": ADAM_STATE_BYTES_PER_PARAM * n_params, "n_params": n_params,
-                    "calls": outcome.rank_values[0]["calls"][0]})
+                    "calls": values[0]["calls"][0]})
 
 
 # --- the timeline ---------------------------------------------------------------------------------------------
