@@ -267,10 +267,12 @@ def ddp_in_group(rank: int, n_ranks: int, task: str, fn, cap_bytes: int = 0) -> 
 
 
 def _launch(what: str, fn_in_group, n_ranks: int, *args, timeout_s: float):
+    import torch._dynamo  # noqa: F401 - DDP's constructor imports it (about 800 modules, seconds): once here, and
+    #                       the forked ranks inherit it instead of each importing it again
+
     from commlab.labs.checking import run_checked
 
-    outcome = run_checked(fn_in_group, n_ranks, *args, what=what, timeout_s=timeout_s, backend="gloo")
-    return outcome
+    return run_checked(fn_in_group, n_ranks, *args, what=what, timeout_s=timeout_s, backend="gloo")
 
 
 def _param_names() -> list[str]:
