@@ -133,11 +133,12 @@ class Worked:
 
 
 def choice_worked(rng: np.random.Generator, stem: str, right: Choice, wrong: tuple[Choice, ...] | list[Choice],
-                  solution: str, params: dict | None = None, shuffle: bool = True) -> Worked:
+                  solution: str, params: dict | None = None, shuffle: bool = True, right_at: int = 0) -> Worked:
     """A ``choice`` instance: the right choice and the wrong ones in an order drawn with ``rng`` (each learner
-    has their own letters), listed under the stem as "A. ...", "B. ...". ``shuffle=False`` keeps the order given
-    (choices that read as a sequence: "1st, 2nd, 3rd sentence")."""
-    choices = [Choice(right.text, right.feedback, True)] + [Choice(c.text, c.feedback) for c in wrong]
+    has their own letters), listed under the stem as "A. ...", "B. ...". ``shuffle=False`` keeps the order given,
+    the right choice at ``right_at`` (choices that read in sequence: the sentences of a paragraph)."""
+    choices = [Choice(c.text, c.feedback) for c in wrong]
+    choices.insert(0 if shuffle else right_at, Choice(right.text, right.feedback, True))
     if shuffle:
         choices = [choices[int(i)] for i in rng.permutation(len(choices))]
     lines = "\n".join(f"{LETTERS[i]}. {c.text}" for i, c in enumerate(choices))
