@@ -81,7 +81,7 @@ def _mesh_paragraph(rng) -> Worked:
          "in a mesh a pair has only the links between the two of them, a share of each GPU's links; switches give "
          "any pair all of them."),
     ]
-    return wrong_sentence(rng, "Chapter 1 in four sentences:", claims,
+    return wrong_sentence(rng, "NVLink, PCIe and meshes.", claims,
                           params={"n": n, "link": link.name, "pcie": pcie.name})
 
 
