@@ -31,7 +31,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 epilog="\n\n".join(__doc__.split("\n\n")[1:]),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--caps", default=DEFAULT_CAPS, help=f"bucket caps in bytes, comma-separated (default {DEFAULT_CAPS})")
+    p.add_argument("--caps", default=DEFAULT_CAPS,
+                   help=f"bucket caps in bytes, comma-separated (default {DEFAULT_CAPS})")
     p.add_argument("--no-profile", action="store_true", help="skip the profiled step of naive and overlapped DDP")
     script.add_launch_options(p, DEFAULT_RANKS, default_timeout_s=240.0)
     return p.parse_args(argv)
@@ -98,7 +99,7 @@ def timeline_lines(events: dict) -> list[str]:
 def report(out: dict, code) -> str:
     lines = [f"DDP and ZeRO-1 by hand on {out['n_ranks']} gloo ranks (rank {out['rank']}'s view):"]
     for task, problem in out["problems"].items():
-        lines.append(f"  {task:>22s}: " + ("the same as the reference" if not problem else problem))
+        lines.append(f"  {task:>22s}: " + (problem or "the same as the reference"))
     for cap, want, sizes in out["buckets"]:
         lines.append(f"  bucket cap {cap} bytes: {len(want)} all-reduces per step, of {sizes} bytes")
     z = out["zero1"]

@@ -84,7 +84,7 @@ def _mistake_words(match: Match) -> str:
 
 def judge(exercise: Exercise, worked: Worked, value: float) -> Feedback:
     """Judge ``value`` (already in the exercise's unit) against this learner's expected answer."""
-    expected = worked.expected
+    expected = float(worked.expected)  # type: ignore[arg-type]  # a numeric exercise: Worked checked it is a number
     if is_correct(exercise, expected, value):
         message = (f"Correct: {format_answer(value, exercise.unit)} is {_tolerance_words(exercise)} of the "
                    f"expected {format_answer(expected, exercise.unit)}.")
@@ -170,7 +170,7 @@ def judge_short(exercise: Exercise, worked: Worked, text: str) -> Feedback:
                     exercise.id)
 
 
-def reveal(feedback: Feedback, expected: float | str, why: str) -> Feedback:
+def reveal(feedback: Feedback, expected: float | str | None, why: str) -> Feedback:
     """The same feedback with the expected value shown, and the reason it may be shown."""
     text = f"{feedback.message}\n{why}"
     return replace(feedback, expected=expected, message=text)

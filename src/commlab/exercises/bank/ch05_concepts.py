@@ -52,7 +52,7 @@ def _n_doubles(rng) -> Worked:
             (text(1.0, 1.0), "the latency terms 2(N-1) alpha grow with N, and for a tiny buffer they are almost "
                              "the whole time"),
         ]
-    wrong = []
+    wrong: list[Choice] = []
     for words, feedback in candidates:
         if words != right_text and words not in (w.text for w in wrong):
             wrong.append(Choice(words, feedback))

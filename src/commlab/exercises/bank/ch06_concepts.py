@@ -30,9 +30,10 @@ def _curves(rng) -> Worked:
     machine = cost.parse_machine(f"gpu={gpu},gpus_per_node=8,nodes={nodes},nics_per_node=8,nic_Gbps=400")
     times = algorithm_times_us(machine)
     algos = ("Ring", "Tree", "NVLSTree")
-    small, large = {a: times[a][0] for a in algos}, {a: times[a][-1] for a in algos}
-    assert min(small, key=small.get) == "Tree" and max(small, key=small.get) == "Ring", small
-    assert min(large, key=large.get) == "NVLSTree", large
+    small = {a: float(times[a][0]) for a in algos}
+    large = {a: float(times[a][-1]) for a in algos}
+    assert min(algos, key=lambda a: small[a]) == "Tree" and max(algos, key=lambda a: small[a]) == "Ring", small
+    assert min(algos, key=lambda a: large[a]) == "NVLSTree", large
     labels = ("P", "Q", "R")
     order = [algos[int(i)] for i in rng.permutation(3)]          # label k is algorithm order[k]
     rows = "\n".join(f"    {label}: " + ", ".join(f"{w} {duration(t * 1e-6)}" for w, t in zip(_SIZE_WORDS, times[a]))
@@ -82,8 +83,8 @@ def _latency_doubles(rng) -> Worked:
 
     right = Choice(text(ring[1], tree[1]), f"the ring's 2(N-1) steps almost double; the tree gets one level deeper: "
                    f"2 ceil(log2 N) = {2 * depth} -> {2 * (depth + 1)} latency terms.")
-    wrong = [Choice(text(2 * ring[0], 2 * tree[0]), "the tree's depth is log2 N: doubling N adds one level (two latency "
-                    "terms, up and down), it does not double its time."),
+    wrong = [Choice(text(2 * ring[0], 2 * tree[0]), "the tree's depth is log2 N: doubling N adds one level (two "
+                    "latency terms, up and down), it does not double its time."),
              Choice(text(ring[0] + 2 * link.latency_s, tree[0] + 2 * link.latency_s),
                     "adding one level is the tree's rule; the ring adds N steps each way, its time nearly doubles."),
              Choice(text(ring[0], tree[0]), "both pay latency terms that grow with N: the ring's linearly, the "

@@ -72,8 +72,8 @@ def _zero_stage(rng) -> Worked:
     n_layers = {7: 32, 13: 40, 70: 80}[int(billions)]
     weights, grads, optim = parallelism.model_state_bytes(n_params, 1, 1, g, stage, n_layers)
     gb = 1e9
-    stem = (f"A {num(billions)}B-parameter model trains with mixed-precision Adam on {g} data-parallel GPUs. By chapter "
-            f"9's model (2 + 2 + 12 bytes per parameter), one GPU holds {num(weights / gb, 3)} GB of weights, "
+    stem = (f"A {num(billions)}B-parameter model trains with mixed-precision Adam on {g} data-parallel GPUs. By "
+            f"chapter 9's model (2 + 2 + 12 bytes per parameter), one GPU holds {num(weights / gb, 3)} GB of weights, "
             f"{num(grads / gb, 3)} GB of gradients and {num(optim / gb, 3)} GB of optimizer states. Which ZeRO stage "
             "is this?")
     what = {0: "nothing is sharded: 16 bytes per parameter on every GPU",

@@ -224,7 +224,7 @@ def ddp_in_group(rank: int, n_ranks: int, task: str, fn, cap_bytes: int = 0) -> 
     reference, mine, local = DDP(lab_model()), lab_model(), lab_model()
     opt_ref = torch.optim.SGD(reference.parameters(), lr=LR)
     opt_mine = torch.optim.SGD(mine.parameters(), lr=LR)
-    found = {"rank": rank, "backend": "gloo", "grad_problem": "", "param_problem": "", "steps": []}
+    found: dict = {"rank": rank, "backend": "gloo", "grad_problem": "", "param_problem": "", "steps": []}
     with Recorder() as rec:
         finish = None
         if task == "overlap":
@@ -445,7 +445,7 @@ def accumulation_in_group(rank: int, n_ranks: int, fn, n_micro: int = MICRO_BATC
     x, y = batch(rank, 0, BATCH * n_micro)
     loss_fn(reference(x), y).backward()
     micro = [(x[k * BATCH:(k + 1) * BATCH], y[k * BATCH:(k + 1) * BATCH]) for k in range(n_micro)]
-    found = {"rank": rank, "backend": "gloo", "grad_problem": ""}
+    found: dict = {"rank": rank, "backend": "gloo", "grad_problem": ""}
     with Recorder() as rec:
         def count(_module, _inputs):
             rec.micro_batch += 1
