@@ -206,6 +206,33 @@ def zero1_full_state(model, lr):
     return step, opt
 
 
+def zero1_halves_with_full_state(model, lr):
+    """The right collectives (the gradients' two halves), but Adam over the whole model on every rank."""
+    import torch
+    import torch.distributed as dist
+
+    world = dist.get_world_size()
+    params = list(model.parameters())
+    total = sum(p.numel() for p in params)
+    shard = math.ceil(total / world)
+    opt = torch.optim.Adam(params, lr=lr)
+
+    def step():
+        grads = torch.zeros(shard * world)
+        grads[:total] = torch.cat([p.grad.reshape(-1) for p in params])
+        mine = torch.empty(shard)
+        dist.reduce_scatter_single(mine, grads)
+        whole = torch.empty(shard * world)
+        dist.all_gather_single(whole, mine / world)
+        offset = 0
+        for p in params:
+            p.grad.copy_(whole[offset:offset + p.numel()].view_as(p))
+            offset += p.numel()
+        opt.step()
+
+    return step, opt
+
+
 # --- the reference passes ------------------------------------------------------------------------------------
 
 
@@ -257,7 +284,7 @@ def test_naive_mistakes_are_named(fn, words):
 
 
 def test_a_hang_names_the_rank_and_the_call():
-    outcome = checks.allreduce_gradients(hangs_on_rank_0, timeout_s=8)
+    outcome = checks.allreduce_gradients(hangs_on_rank_0, timeout_s=5)
     assert not outcome.ok and "deadlock" in outcome.problem and "dist.all_reduce" in outcome.problem, outcome.problem
 
 
@@ -295,7 +322,8 @@ def test_accumulation_mistakes_are_named(fn, words):
 
 @pytest.mark.parametrize("fn, words", [
     (zero1_without_all_gather, "all-gather the updated shards"),
-    (zero1_full_state, "reduce-scatters the gradients"),
+    (zero1_full_state, "8 x all_reduce; ZeRO-1 reduce-scatters the gradients"),
+    (zero1_halves_with_full_state, "the whole model's: the optimizer sees every parameter"),
 ])
 def test_zero1_mistakes_are_named(fn, words):
     outcome = checks.zero1(fn)

@@ -579,12 +579,13 @@ def judge_zero1(values: list, n_ranks: int) -> Outcome:
         if found["problem"]:
             return Outcome(problem=f"rank {found['rank']}: {found['problem']}", backend="gloo")
         names = [name for name, _ in found["calls"][0]]
+        made = ", ".join(f"{names.count(n)} x {n}" for n in dict.fromkeys(names)) or "no collective call"
         if not any(n.startswith("reduce_scatter") for n in names):
-            return Outcome(problem=f"rank {found['rank']}: the step made {names or 'no collective calls'}; ZeRO-1 "
+            return Outcome(problem=f"rank {found['rank']}: the step made {made}; ZeRO-1 "
                                    "reduce-scatters the gradients (dist.reduce_scatter_single), so each rank receives "
                                    "only its shard's sum", backend="gloo")
         if not any(n.startswith("all_gather") for n in names):
-            return Outcome(problem=f"rank {found['rank']}: the step made {names}; after stepping its shard each rank "
+            return Outcome(problem=f"rank {found['rank']}: the step made {made}; after stepping its shard each rank "
                                    "all-gathers the parameters (dist.all_gather_single)", backend="gloo")
         if found["state_nbytes"] > formula:
             full = ADAM_STATE_BYTES_PER_PARAM * n_params
