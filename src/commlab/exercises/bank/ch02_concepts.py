@@ -8,16 +8,19 @@ from commlab.fabric import LeafSpine
 
 
 def _gbps_trap(rng) -> Worked:
+    from commlab.nccl.summary import HEALTHY_RATIO      # the book's health threshold (chapter 8)
+
     nic_Gbps = int(pick(rng, (100, 200, 400, 800)))
     share = float(pick(rng, (0.45, 0.8, 0.9, 0.95)))
     port_GBps = nic_Gbps / units.BITS_PER_BYTE
     busbw_GBps = round(share * port_GBps, 1)
     right_share = busbw_GBps / port_GBps
     wrong_share = busbw_GBps / nic_Gbps
-    healthy = right_share >= 0.7
+    healthy = right_share >= HEALTHY_RATIO
     stem = (f"Two nodes, one {nic_Gbps} Gb/s InfiniBand NIC each, run nccl-tests' all_reduce_perf; at 1 GiB it "
             f"reports busbw {num(busbw_GBps)} GB/s. What do you conclude?")
-    verdict = "a healthy run" if healthy else "well below the port: worth a look"
+    verdict = ("a healthy run" if healthy else
+               f"below the {HEALTHY_RATIO:.0%} a healthy run reaches: worth a look")
     right = Choice(f"{num(100 * right_share, 3)}% of the port's {num(port_GBps)} GB/s: {verdict}",
                    f"{nic_Gbps} Gb/s / 8 bits per byte = {num(port_GBps)} GB/s one way; busbw is comparable with "
                    "one direction of the link.")
@@ -28,7 +31,7 @@ def _gbps_trap(rng) -> Worked:
              Choice("Nothing: busbw cannot be compared with a NIC's speed",
                     "nccl-tests defines busbw so that it compares with the link's one-way bandwidth at any N.")]
     solution = (f"{nic_Gbps} Gb/s = {num(port_GBps)} GB/s; {num(busbw_GBps)} / {num(port_GBps)} = "
-                f"{num(100 * right_share, 3)}%.")
+                f"{num(100 * right_share, 3)}% (chapter 8 calls {HEALTHY_RATIO:.0%} and more of the link healthy).")
     return choice_worked(rng, stem, right, wrong, solution, params={"nic_Gbps": nic_Gbps, "busbw": busbw_GBps})
 
 
