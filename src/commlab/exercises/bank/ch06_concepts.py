@@ -10,8 +10,9 @@ from commlab.exercises.bank.common import duration, num, pick, rate
 from commlab.exercises.bank.concepts import wrong_sentence
 from commlab.exercises.model import Choice, Exercise, Worked, choice_worked
 
-SIZES = (2**13, 2**20, 2**30)
-_SIZE_WORDS = ("8 KiB", "1 MiB", "1 GiB")
+#: the curves' sizes, 8 KiB to 1 GiB; the question's text quotes three of them (SHOWN)
+SIZES = tuple(2**k for k in range(13, 31))
+SHOWN = {2**13: "8 KiB", 2**20: "1 MiB", 2**30: "1 GiB"}
 _NAMES = {"Ring": "the ring", "Tree": "the tree", "NVLSTree": "NVLS (NVLSTree)"}
 
 
@@ -36,12 +37,14 @@ def _curves(rng) -> Worked:
     assert min(algos, key=lambda a: large[a]) == "NVLSTree", large
     labels = ("P", "Q", "R")
     order = [algos[int(i)] for i in rng.permutation(3)]          # label k is algorithm order[k]
-    rows = "\n".join(f"    {label}: " + ", ".join(f"{w} {duration(t * 1e-6)}" for w, t in zip(_SIZE_WORDS, times[a]))
+    at = [SIZES.index(nbytes) for nbytes in SHOWN]
+    rows = "\n".join(f"    {label}: " + ", ".join(f"{w} {duration(times[a][i] * 1e-6)}"
+                                                for w, i in zip(SHOWN.values(), at))
                      for label, a in zip(labels, order))
     n = machine.n_ranks
     stem = (f"NCCL's cost model (chapter 6) predicts three all-reduce algorithms on {nodes} nodes of 8 {gpu.upper()} "
-            f"({n} GPUs, NVSwitch inside a node, 8 x 400 Gb/s InfiniBand per node). Their times:\n\n{rows}\n\n"
-            "Which is which?")
+            f"({n} GPUs, NVSwitch inside a node, 8 x 400 Gb/s InfiniBand per node). Their times (chapter 6 draws "
+            f"the three curves):\n\n{rows}\n\nWhich is which?")
 
     def mapping(assign: dict[str, str]) -> str:
         return ", ".join(f"{label} = {_NAMES[assign[label]]}" for label in labels)
@@ -64,7 +67,9 @@ def _curves(rng) -> Worked:
         wrong.append(Choice(mapping(swapped), why + "."))
     solution = (f"Smallest time at 8 KiB: the tree ({duration(small['Tree'] * 1e-6)}); largest: the ring "
                 f"({duration(small['Ring'] * 1e-6)}); smallest at 1 GiB: NVLS ({duration(large['NVLSTree'] * 1e-6)}).")
-    return choice_worked(rng, stem, right, wrong, solution, params={"nodes": nodes, "gpu": gpu})
+    curves = {label: [float(t) for t in times[a]] for label, a in zip(labels, order)}
+    return choice_worked(rng, stem, right, wrong, solution,
+                         params={"nodes": nodes, "gpu": gpu, "sizes": list(SIZES), "curves_us": curves})
 
 
 def _latency_doubles(rng) -> Worked:
