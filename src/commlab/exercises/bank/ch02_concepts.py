@@ -39,8 +39,8 @@ def _rdma_why(rng) -> Worked:
     size = pick(rng, ("8-byte", "4 KB", "64 KB"))
     stem = (f"On the same 100 Gb/s Ethernet wire, a {size} message takes a few microseconds with RDMA (RoCE) and "
             "tens of microseconds through TCP sockets. Where does the difference come from?")
-    right = Choice("RDMA's NIC reads and writes the application's memory itself: no system call, no copy through "
-                   "the kernel's socket buffers, no interrupt on either side",
+    right = Choice("RDMA's NIC reads and writes the application's memory itself: no system call and no copy "
+                   "through the kernel's socket buffers on either side",
                    "the NIC does the transport; the CPU only posts a work request (chapter 2's TCP vs RDMA).")
     wrong = [Choice("RDMA signals faster on the wire",
                     "it is the same wire at the same line rate; the time goes in the host software, not on the wire."),
