@@ -32,6 +32,9 @@ WRONG = {
                      "models"),
     "ddp_overlap": ("_right = layers_from_model\n\n\ndef layers_from_model(model, backward_s):\n"
                     "    return tuple(reversed(_right(model, backward_s)))\n", "layers_from_model"),
+    "ddp_zero": ("_right = allreduce_gradients\n\n\ndef allreduce_gradients(model):\n"
+                 "    import torch.distributed as dist\n\n    for p in model.parameters():\n"
+                 "        dist.all_reduce(p.grad)\n", "allreduce_gradients"),
     "bandwidth_sweep": ("_right = bus_factor\n\n\ndef bus_factor(op, n_ranks):\n"
                         "    return (n_ranks - 1) / n_ranks if op == 'all_reduce' else _right(op, n_ranks)\n", "bus_factor"),
     "nccl_debug_multinode": ("def classify_run(peak_busbw_GBps, link_unidir_GBps):\n"
@@ -52,6 +55,7 @@ QUICK = {
     "build_your_own_ring": (True, ["--elements", "4096", "--repeats", "1"]),
     "ring_vs_tree": (False, ["--ranks", "2", "--sizes", "4K,64K", "--repeats", "1"]),
     "ddp_overlap": (False, ["--ranks", "2", "--caps", "1", "--steps", "1"]),
+    "ddp_zero": (True, ["--caps", "16384", "--no-profile"]),
     "bandwidth_sweep": (False, ["--ranks", "2", "-b", "1K", "-e", "4K"]),
     "nccl_debug_multinode": (False, ["--ranks", "2", "--size", "4K"]),
     "find_the_hang": (False, ["--ranks", "4"]),

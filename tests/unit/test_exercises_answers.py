@@ -12,7 +12,7 @@ from commlab import exercises as ex
 from commlab.errors import CommlabError
 from commlab.exercises.answers import UNITS, format_answer, read_answer
 
-IDS = ex.ids()
+IDS = tuple(i for i in ex.ids() if ex.get(i).kind == "numeric")   # choice/short: test_exercises_concepts.py
 
 
 @pytest.fixture(autouse=True)
@@ -104,7 +104,7 @@ _answers = st.one_of(
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(exercise_id=st.sampled_from(IDS), answer=_answers, learner=st.one_of(st.text(min_size=1, max_size=20),
+@given(exercise_id=st.sampled_from(ex.ids()), answer=_answers, learner=st.one_of(st.text(min_size=1, max_size=20),
                                                                             st.integers(0, 10**6)))
 def test_check_never_raises_for_any_answer(exercise_id, answer, learner):
     try:
@@ -117,4 +117,5 @@ def test_check_never_raises_for_any_answer(exercise_id, answer, learner):
     if not feedback.readable:
         assert not feedback.correct and feedback.message.startswith("Cannot read")
     if feedback.correct:
-        assert feedback.expected is not None and math.isfinite(feedback.expected)
+        assert feedback.expected is not None
+        assert ex.get(exercise_id).kind != "numeric" or math.isfinite(feedback.expected)

@@ -21,7 +21,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("exercises", help="list exercises, print answer keys, check answers",
                                    description=__doc__.split("\n\n")[0])
     actions = parser.add_subparsers(dest="exercises_command", metavar="ACTION")
-    listing = actions.add_parser("list", help="ids, chapters, titles and units")
+    listing = actions.add_parser("list", help="ids, chapters, kinds (numeric, choice, short), titles and units")
     listing.add_argument("--chapter", metavar="C", help="only chapter C (e.g. 05)")
     listing.add_argument("--json", action="store_true", help="print JSON")
     key = actions.add_parser("key", help="the answer key of one learner (seed)")
@@ -45,13 +45,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def _list(args) -> int:
     from commlab import exercises as ex
 
-    rows = [{"id": e.id, "chapter": e.chapter, "title": e.title, "unit": e.unit, "tolerance": e.tolerance}
-            for e in ex.exercises(args.chapter)]
+    rows = [{"id": e.id, "chapter": e.chapter, "title": e.title, "kind": e.kind, "unit": e.unit,
+             "tolerance": e.tolerance} for e in ex.exercises(args.chapter)]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
     for row in rows:
-        print(f"{row['id']:<28} {row['chapter']}  {row['unit'] or '-':<5}  {row['title']}")
+        print(f"{row['id']:<28} {row['chapter']}  {row['kind']:<7}  {row['unit'] or '-':<5}  {row['title']}")
     print(f"{len(rows)} exercises")
     return 0
 
@@ -70,9 +70,12 @@ def _key(args) -> int:
     print(f"Answer key for learner {learner!r} ({len(entries)} exercises)\n")
     for entry in entries:
         tolerance = "exact" if entry.tolerance == 0 else f"within {entry.tolerance:.0%}"
-        print(f"{entry.id}: {entry.title} [{entry.unit or 'number'}, {tolerance}]")
+        shape = f"{entry.unit or 'number'}, {tolerance}" if entry.kind == "numeric" else entry.kind
+        print(f"{entry.id}: {entry.title} [{shape}]")
         print(textwrap.indent(entry.question, "  Q: ", lambda line: True).replace("\n  Q: ", "\n     "))
         print(f"  A: {entry.answer_text}")
+        for given, words in entry.feedback if args.solutions else ():
+            print(textwrap.indent(f"{given}: {words}", "     "))
         if args.solutions:
             print(textwrap.indent(entry.solution, "     "))
         print()

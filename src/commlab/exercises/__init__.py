@@ -7,7 +7,9 @@
 >>> ex.show("ch05.ring-volume")                       # doctest: +SKIP
 
 An exercise's expected answer is computed by commlab's models (cost, collectives, hardware, parallelism,
-units), never typed in. Answers are numbers in the stated unit or text with a unit ("54 ms", "450 GB/s").
+units), never typed in. Answers are numbers in the stated unit or text with a unit ("54 ms", "450 GB/s"); an
+exercise of kind ``choice`` takes a letter, one of kind ``short`` a word or two, and every wrong choice names its
+misconception.
 Feedback names the likely slip (bits vs bytes, both directions, the ring factor, 1000 vs 1024, a factor of N)
 and gives a hint; after three attempts :func:`solution` shows the worked solution. Progress is kept in
 ``~/.commlab/progress.json`` (or ``COMMLAB_PROGRESS``); :func:`chapter_progress` sums it per chapter.
@@ -17,7 +19,7 @@ Without a learner the seed is :data:`DEFAULT_LEARNER` ("commlab"). Instructors p
 from commlab.exercises.answers import UNITS, format_answer, read_answer
 from commlab.exercises.checking import KeyEntry, Solution, check, key, question, solution, solution_text
 from commlab.exercises.feedback import Feedback
-from commlab.exercises.model import Exercise, Mistake, Worked
+from commlab.exercises.model import KINDS, Choice, Exercise, Mistake, Worked
 from commlab.exercises.progress import (
     ATTEMPTS_FOR_SOLUTION, ENV_PROGRESS, ChapterProgress, ProgressWarning, chapter_progress, progress_path,
 )
@@ -27,7 +29,8 @@ from commlab.exercises.selfcheck import SELF_CHECK
 from commlab.exercises.widget import ExerciseWidget, show, widget
 
 __all__ = [
-    "ATTEMPTS_FOR_SOLUTION", "CHAPTERS", "ChapterProgress", "DEFAULT_LEARNER", "ENV_LEARNER", "ENV_PROGRESS",
+    "ATTEMPTS_FOR_SOLUTION", "CHAPTERS", "KINDS", "ChapterProgress", "Choice", "DEFAULT_LEARNER", "ENV_LEARNER",
+    "ENV_PROGRESS",
     "Exercise", "ExerciseWidget", "Feedback", "KeyEntry", "Mistake", "ProgressWarning", "SELF_CHECK",
     "Solution", "UNITS", "Worked", "chapter_progress", "check", "current_learner", "exercises", "format_answer",
     "get", "ids", "key", "progress_path", "question", "read_answer", "set_learner", "show", "solution",

@@ -16,7 +16,10 @@ from dataclasses import dataclass
 from commlab.errors import CommlabError
 from commlab.exercises import progress as store
 from commlab.exercises.answers import format_answer, read_answer
-from commlab.exercises.feedback import Feedback, judge, reveal, unreadable
+from commlab.exercises.feedback import (
+    Feedback, judge, judge_choice, judge_short, read_choice, read_short, reveal, unreadable,
+)
+from commlab.exercises.model import LETTERS, Exercise, Worked
 from commlab.exercises.registry import exercises, get, worked
 from commlab.exercises.seeding import current_learner
 
@@ -40,14 +43,13 @@ def check(exercise_id: str, answer: object, *, learner: object = None, progress:
     """
     exercise = get(exercise_id)
     who = current_learner(learner)
+    instance = worked(exercise.id, who)
     try:
-        value = read_answer(answer, exercise.unit)
+        feedback = _judged(exercise, instance, answer)
     except CommlabError as exc:
         return unreadable(exercise, str(exc))
-    instance = worked(exercise.id, who)
-    feedback = judge(exercise, instance, value)
     entry = _record(exercise.id, who, feedback.correct, progress) if record else None
-    expected_text = format_answer(instance.expected, exercise.unit)
+    expected_text = answer_text(exercise, instance)
     if feedback.correct:
         return feedback
     if reveal_answer:
@@ -56,6 +58,26 @@ def check(exercise_id: str, answer: object, *, learner: object = None, progress:
         return reveal(feedback, instance.expected, f"After {entry.attempts} attempts: the expected answer is "
                       f"{expected_text}; see the worked solution with solution({exercise.id!r}).")
     return feedback
+
+
+def _judged(exercise: Exercise, instance: Worked, answer: object) -> Feedback:
+    """Read ``answer`` as the exercise's kind asks and judge it (CommlabError when it cannot be read)."""
+    if exercise.kind == "choice":
+        return judge_choice(exercise, instance, read_choice(exercise, instance, answer))
+    if exercise.kind == "short":
+        return judge_short(exercise, instance, read_short(answer))
+    return judge(exercise, instance, read_answer(answer, exercise.unit))
+
+
+def answer_text(exercise: Exercise, instance: Worked) -> str:
+    """The right answer as the key prints it: "54.44 ms"; "B. <the choice>"; the first accepted short answer."""
+    if exercise.kind == "choice":
+        right = instance.right_choice
+        return f"{instance.expected}. {right.text if right else ''}"
+    if exercise.kind == "short":
+        others = list(instance.accepted[1:])
+        return str(instance.expected) + (f" (also accepted: {', '.join(others)})" if others else "")
+    return format_answer(float(instance.expected), exercise.unit)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -81,7 +103,7 @@ def solution_text(exercise_id: str, learner: object = None) -> str:
     """The worked solution with this learner's numbers, unconditionally (answer keys, tests)."""
     exercise = get(exercise_id)
     instance = worked(exercise.id, learner)
-    answer = format_answer(instance.expected, exercise.unit)
+    answer = answer_text(exercise, instance)
     return f"{instance.question}\n\nWorked solution:\n{instance.solution}\n\nAnswer: {answer}"
 
 
@@ -114,12 +136,17 @@ class KeyEntry:
     unit: str
     tolerance: float
     question: str
-    answer: float
+    answer: float | str
     answer_text: str
     solution: str
+    kind: str = "numeric"
+    feedback: tuple[tuple[str, str], ...] = ()
+    """(letter or known wrong answer, its sentence) of a choice or short exercise, for the instructor."""
 
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        row = dict(self.__dict__)
+        row["feedback"] = [list(pair) for pair in self.feedback]
+        return row
 
 
 def key(learner: object = None, chapter: object = None) -> tuple[KeyEntry, ...]:
@@ -128,7 +155,9 @@ def key(learner: object = None, chapter: object = None) -> tuple[KeyEntry, ...]:
     rows = []
     for exercise in exercises(chapter):
         instance = worked(exercise.id, who)
+        feedback = (tuple((LETTERS[i], c.feedback) for i, c in enumerate(instance.choices))
+                    + tuple((w.text, w.feedback) for w in instance.known_wrong))
         rows.append(KeyEntry(exercise.id, exercise.chapter, exercise.title, exercise.unit, exercise.tolerance,
-                             instance.question, instance.expected,
-                             format_answer(instance.expected, exercise.unit), instance.solution))
+                             instance.question, instance.expected,  # type: ignore[arg-type]
+                             answer_text(exercise, instance), instance.solution, exercise.kind, feedback))
     return tuple(rows)

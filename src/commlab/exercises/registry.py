@@ -1,7 +1,8 @@
 """The registry of exercises: every chapter's bank, by stable id, and one learner's instance of each.
 
 The table is built from the chapter modules under :mod:`commlab.exercises.bank` (each defines a tuple
-``EXERCISES``) and is read-only. Ids are stable: progress files and answer keys refer to them.
+``EXERCISES``: ``chNN`` the numeric ones, ``chNN_concepts``, where it exists, those that test understanding with
+choices and short answers) and is read-only. Ids are stable: progress files and answer keys refer to them.
 """
 from __future__ import annotations
 
@@ -16,11 +17,22 @@ from commlab.exercises.seeding import current_learner, rng_for
 CHAPTERS = ("01", "02", "03", "04", "05", "06", "07", "08", "09", "10", "11")
 
 
+def _bank(chapter: str) -> tuple[Exercise, ...]:
+    """The exercises of one chapter: its numeric bank, then its ``_concepts`` bank when there is one."""
+    found = tuple(importlib.import_module(f"commlab.exercises.bank.ch{chapter}").EXERCISES)
+    try:
+        concepts = importlib.import_module(f"commlab.exercises.bank.ch{chapter}_concepts")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"commlab.exercises.bank.ch{chapter}_concepts":
+            raise
+        return found
+    return found + tuple(concepts.EXERCISES)
+
+
 def _load() -> MappingProxyType:
     table = {}
     for chapter in CHAPTERS:
-        module = importlib.import_module(f"commlab.exercises.bank.ch{chapter}")
-        for exercise in module.EXERCISES:
+        for exercise in _bank(chapter):
             if exercise.id in table:
                 raise CommlabError(f"exercise id {exercise.id!r} is registered twice")
             if exercise.chapter != chapter:

@@ -42,7 +42,8 @@ class ExerciseWidget:
         self.progress = progress
         self.record = record
         instance = worked(self.exercise.id, self.learner)
-        unit = describe_unit(self.exercise.unit)
+        unit = {"choice": "a letter", "short": "a word or two"}.get(self.exercise.kind) or \
+            describe_unit(self.exercise.unit)
         header = f"<b>{html.escape(self.exercise.id)}</b>: {html.escape(self.exercise.title)}"
         self.question = widgets.HTMLMath(value=header + _paragraphs(instance.question))
         self.answer = widgets.Text(placeholder=f"{unit}", description="Answer:", continuous_update=False)
