@@ -19,7 +19,7 @@ _NAMES = {"Ring": "the ring", "Tree": "the tree", "NVLSTree": "NVLS (NVLSTree)"}
 
 
 def algorithm_times_us(machine: Machine) -> dict[str, np.ndarray]:
-    """Each algorithm's predicted all-reduce time at SIZES, its best protocol, by NCCL's model (commlab.tuner.predict)."""
+    """Each algorithm's predicted all-reduce time at SIZES, its best protocol, (commlab.tuner.predict)."""
     p = predict("all_reduce", np.array(SIZES), machine)
     best: dict[str, np.ndarray] = {}
     for (algo, _proto), t_us in p.table.items():
