@@ -178,9 +178,10 @@ def estimate_step(spec: ModelSpec, gpu: GpuSpec, net: Network, x: Shape, seq_len
         kv_width = spec.kv_hidden / t
         if x.cp_kind == "ring":
             block = 2 * b * (s / c) * kv_width * 2
-            per_node, nodes = group_span(c, t, gpn)
-            # across nodes, the node's NICs carry one crossing send per CP group on it: gpn / per_node of them
-            one, link = net.p2p_s(block / per_node, gpn) if nodes > 1 else net.p2p_s(block, t)
+            # a ring step waits on its slowest send: across nodes, over the sender's share of its node's NICs
+            # (the same model as commlab.parallelism.placement's)
+            _, nodes = group_span(c, t, gpn)
+            one, link = net.p2p_s(block, gpn if nodes > 1 else t)
             attn = 4 * b * (s / c) ** 2 * h / t / rate
             steps = c - 1
             cp_layer_s = steps * (max(0.0, one - attn) + max(0.0, 2 * one - 2 * attn))
