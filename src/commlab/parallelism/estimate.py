@@ -6,7 +6,9 @@ N = 12 h^2 L, and PaLM's 6N + 12 L h s (Chowdhery et al. 2022, appendix B), the 
 Selective recomputation adds attention's core forward again (4 s h L per token); full recomputation the whole
 forward (2 N + 4 s h L): Narayanan et al. SC21, eq. 3, counts 96 b s h^2 L because it recomputes. A GPU does
 1/(t c) of a stage's work at ``gpu.gemm_TFLOPS``, the rate measured for large BF16 GEMMs on that GPU
-(:mod:`commlab.parallelism.catalogue`). Attention's core is counted in full at that rate: FlashAttention skips
+(:mod:`commlab.parallelism.catalogue`), each GEMM slowed by its shape's wave and tile quantization on the GPU's
+SMs (:mod:`commlab.parallelism.gemm`: the forward's, the data gradient's and the weight gradient's outputs).
+Attention's core is counted in full at that rate: FlashAttention skips
 the masked half of a causal attention but runs the rest at about half the GEMM rate ("50-73% of the
 theoretical maximum FLOPs/s on A100", Dao 2023, arXiv 2307.08691), which costs about the same time.
 
@@ -32,7 +34,7 @@ the node's NICs shared by the groups beside it). Per micro-batch on the busiest 
 | term | when | hidden behind |
 | --- | --- | --- |
 | TP with SP: 2 all-gathers + 2 reduce-scatters of b (s/c) h | each layer, both passes | nothing (Megatron's default) |
-| CP ring: c-1 sends of K and V (2 b (s/c) h_kv/t) | each layer | the attention of the block held |
+| CP ring: c-1 sends of K and V (2 b (s/c) h_kv/t); across nodes, one NIC share | each layer | the block's attention |
 | CP Ulysses: all-to-alls of Q, K, V and the output | each layer | nothing |
 | PP: a send of b (s/c) h/t each way per model chunk | each micro-batch | nothing |
 | ZeRO-3: all-gather of a layer's BF16 weights, reduce-scatter of its gradients | each layer | its compute (prefetch) |
@@ -53,6 +55,7 @@ from dataclasses import dataclass
 
 from commlab.cluster.groups import group_span
 from commlab.parallelism.catalogue import GpuSpec, ModelSpec
+from commlab.parallelism.gemm import layer_gemm_s
 from commlab.parallelism.network import Network
 from commlab.parallelism.stages import stage_layers
 
@@ -142,19 +145,21 @@ def estimate_step(spec: ModelSpec, gpu: GpuSpec, net: Network, x: Shape, seq_len
     rate = gpu.gemm_TFLOPS * 1e12
     tokens_mb = b * s
     share = t * c
-    layer_gemm = 2 * spec.layer_params * tokens_mb / share
     layer_core = 4 * s * h * tokens_mb / share
     hbm = gpu.hbm_TBps * 1e12
     w = spec.layer_params / t                          # one layer's weights on this GPU
-    gemm_s = max(layer_gemm / rate, 2 * w / hbm)       # the roofline: a GEMM also reads its BF16 weights
-    wgrad_s = max(layer_gemm / rate, 2 * grad_nbytes * w / hbm)   # and the weight gradient is accumulated
+    fwd_q, dgrad_q, wgrad_q = layer_gemm_s(tokens_mb // c, h, spec.kv_hidden, spec.ffn_width, spec.gated, t,
+                                           gpu.sms, rate)             # each GEMM at its shape's wave efficiency
+    gemm_s = max(fwd_q, 2 * w / hbm)                   # the roofline: a GEMM also reads its BF16 weights
+    dgrad_s = max(dgrad_q, 2 * w / hbm)
+    wgrad_s = max(wgrad_q, 2 * grad_nbytes * w / hbm)  # and the weight gradient is accumulated
     core_s = layer_core / rate
     fwd_bytes = elementwise_bytes_per_token(spec, s, t, sp and t > 1, attention) * tokens_mb / c
     score_bytes = (13 * spec.n_heads * s / t if attention == "softmax" else 0.0) * tokens_mb / c
     extra_s = {"none": 0.0, "selective": core_s + score_bytes / hbm, "full": gemm_s + core_s + fwd_bytes / hbm}[
         recompute]
     layer_fwd_s = gemm_s + core_s + fwd_bytes / hbm
-    layer_bwd_s = gemm_s + wgrad_s + 2 * core_s + 2 * fwd_bytes / hbm + extra_s
+    layer_bwd_s = dgrad_s + wgrad_s + 2 * core_s + 2 * fwd_bytes / hbm + extra_s
     out_fwd_s = 2 * spec.embedding_params * tokens_mb / share / rate       # the output layer (logits)
     counts = stage_layers(spec.n_layers, p)
     placed: list[Placed] = []
