@@ -214,9 +214,10 @@ def test_a_lone_gpu_step_is_its_flops_at_the_measured_gemm_rate():
     mb = 2048                                                            # tokens per micro-batch
     gemm_s = sum(2 * mb * k * n / 794.5e12 * (1 / quantized(mb, n) + 1 / quantized(mb, k) + 1 / quantized(k, n))
                  for k, n in weights) * L * 4
-    other_s = 4 * (fwd + bwd) / 794.5e12 - 4 * 3 * 2 * 24 * (4 * h * h + 2 * h * f) * mb / 794.5e12
     assert 1 < gemm_s / (4 * 3 * 2 * 24 * (4 * h * h + 2 * h * f) * mb / 794.5e12) < 1.1   # the waves cost a little
-    assert only.terms_s["compute"] == pytest.approx(gemm_s + other_s + elementwise_s, rel=0.02)
+    output_s = 4 * 3 * 2 * 50257 * h * mb / 794.5e12                     # the logits GEMM, forward and backward
+    attention_s = 4 * 3 * 4 * mb * 2048 * h * L / 2 / (0.35 * 989e12)    # causal half at FlashAttention-2's rate
+    assert only.terms_s["compute"] == pytest.approx(gemm_s + output_s + attention_s + elementwise_s, rel=0.02)
     s, h, L, n = 2048, 2048, 24, 1.3e9
     assert fwd + bwd == pytest.approx(6 * n * s + 12 * s**2 * h * L)      # Korthikanti: 72 b s h^2 L (1 + s/6h)
     assert only.mfu == pytest.approx(only.tflops_per_gpu / 989.0)

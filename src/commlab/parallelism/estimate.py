@@ -8,9 +8,11 @@ forward (2 N + 4 s h L): Narayanan et al. SC21, eq. 3, counts 96 b s h^2 L becau
 1/(t c) of a stage's work at ``gpu.gemm_TFLOPS``, the rate measured for large BF16 GEMMs on that GPU
 (:mod:`commlab.parallelism.catalogue`), each GEMM slowed by its shape's wave and tile quantization on the GPU's
 SMs (:mod:`commlab.parallelism.gemm`: the forward's, the data gradient's and the weight gradient's outputs).
-Attention's core is counted in full at that rate: FlashAttention skips
-the masked half of a causal attention but runs the rest at about half the GEMM rate ("50-73% of the
-theoretical maximum FLOPs/s on A100", Dao 2023, arXiv 2307.08691), which costs about the same time.
+Attention's core (QK^T and PV, 4 s h FLOPs per token and layer forward, counted in full for MFU): FlashAttention
+computes only the unmasked half of a causal attention, at its own measured rate
+(``GpuSpec.attention_fraction`` of the peak: 35 % on an H100, FlashAttention-3's paper; 50 % on an A100,
+FlashAttention-2's); with the scores materialised (``attention="softmax"``) the batched GEMMs compute them all at
+the GEMM rate and the mask applies after.
 
 **The roofline.** A GEMM of n tokens against a layer's w = P_layer / t weights does 2 n w FLOPs and reads at
 least the 2 w bytes of its BF16 weights; below n of about rate / HBM bandwidth (300 tokens on an H100, 130 on an
@@ -153,7 +155,12 @@ def estimate_step(spec: ModelSpec, gpu: GpuSpec, net: Network, x: Shape, seq_len
     gemm_s = max(fwd_q, 2 * w / hbm)                   # the roofline: a GEMM also reads its BF16 weights
     dgrad_s = max(dgrad_q, 2 * w / hbm)
     wgrad_s = max(wgrad_q, 2 * grad_nbytes * w / hbm)  # and the weight gradient is accumulated
-    core_s = layer_core / rate
+    if attention == "flash":           # the unmasked half of causal attention at FlashAttention-2's measured rate
+        attn_rate = gpu.attention_fraction * gpu.peak_bf16_TFLOPS * 1e12
+        core_s = layer_core / 2 / attn_rate
+    else:                              # the scores materialised: full batched GEMMs, the mask applied after
+        attn_rate = rate
+        core_s = layer_core / rate
     fwd_bytes = elementwise_bytes_per_token(spec, s, t, sp and t > 1, attention) * tokens_mb / c
     score_bytes = (13 * spec.n_heads * s / t if attention == "softmax" else 0.0) * tokens_mb / c
     extra_s = {"none": 0.0, "selective": core_s + score_bytes / hbm, "full": gemm_s + core_s + fwd_bytes / hbm}[
@@ -187,7 +194,8 @@ def estimate_step(spec: ModelSpec, gpu: GpuSpec, net: Network, x: Shape, seq_len
             # (the same model as commlab.parallelism.placement's)
             _, nodes = group_span(c, t, gpn)
             one, link = net.p2p_s(block, gpn if nodes > 1 else t)
-            attn = 4 * b * (s / c) ** 2 * h / t / rate
+            attn = 4 * b * (s / c) ** 2 * h / t / rate if attention == "softmax" else \
+                2 * b * (s / c) ** 2 * h / t / attn_rate                # a block's causal half at FA-2's rate
             steps = c - 1
             cp_layer_s = steps * (max(0.0, one - attn) + max(0.0, 2 * one - 2 * attn))
             if recompute == "full":
