@@ -43,6 +43,7 @@ def wave_efficiency(rows: int, cols: int, sms: int) -> float:
     return best
 
 
+@lru_cache(maxsize=4096)
 def layer_gemm_s(tokens: int, hidden: int, kv_hidden: int, ffn: int, gated: bool, tp: int, sms: int,
                  rate_flops: float) -> tuple[float, float, float]:
     """(forward, data-gradient, weight-gradient) seconds of one layer's GEMMs on one GPU at ``rate_flops``,
