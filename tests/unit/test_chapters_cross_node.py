@@ -65,8 +65,6 @@ PENDING = {
     "06_tree_allreduce": "truth-pass work: chapter 06 costs ring, trees and halving-doubling on one network link "
                          "per GPU (NDR in ch06-03, -20, -20b; the widget's link in ch06-13, -18): frame them as "
                          "single-GPU servers with B from commlab.cluster, or cost them with cluster_cost",
-    "09_parallelism": "planner work (issue 23 items 1-4): chapter 09's 70B all-reduce and its planner section "
-                      "still cost DP across nodes on one link per GPU",
     "10_self_check": "truth-pass work: chapter 10's answers (ch10-09, ch10-10) cost the 70B gradient sync, TP and "
                      "DDP across nodes on one NDR link per GPU (the 4.9 s of chapter 09)",
 }
@@ -297,11 +295,9 @@ def test_chapter_00s_widget_takes_the_cluster_models_time():
 PLANNER_TOLERANCE = 0.25       # the planner's time for a collective across servers against the cluster model's
 
 
-@pytest.mark.xfail(strict=True, reason="planner work (issue 23 item 1): commlab.parallelism costs DP and ZeRO "
-                                        "collectives across servers on one link per GPU")
 def test_the_planner_costs_collectives_across_servers_with_the_node_model():
     from commlab import parallelism
-    from commlab.cluster.groups import place_layout
+    from commlab.parallelism.placement import place_layout
 
     dgx = cluster.preset("dgx-h100-ndr")
     misses = []

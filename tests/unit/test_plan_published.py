@@ -1,8 +1,9 @@
 """The planner against published training runs (issue goals: the published layout fits and is within 15 % of the
 planner's best; predicted TFLOPs per GPU within 25 % of the published figure).
 
-Each run is checked against both goals. Where the model misses today the test reports an expected failure with
-the term the comparison names as deciding it (``pytest -rx`` lists them); the misses are reported, not hidden.
+Each run is checked against both goals. The misses of today are listed by name (strict expected failures, so a
+run that starts to meet its goal, or one that starts to miss, fails the test); ``pytest -rx`` lists them with the
+term the comparison names as deciding them.
 """
 from __future__ import annotations
 
@@ -27,21 +28,32 @@ def test_every_run_names_its_source_and_its_flop_convention():
         assert "arXiv" in r.source and r.flops in ("model", "hardware")
 
 
-@pytest.mark.parametrize("name", sorted(FAST))
+#: (goal, run) -> why the model misses it today
+MISSES = {
+    ("tflops", "MT-NLG 530B, 2,240 A100"): "predicted about 1.4x: the 2021 A100 runs reached less than the measured "
+                                           "GEMM rate and HBM bandwidth allow (compute)",
+    ("tflops", "BLOOM 176B, 384 A100"): "predicted about 1.3x: the 2022 A100 run reached less than the measured GEMM "
+                                        "rate and HBM bandwidth allow (compute)",
+}
+
+
+def _cases(goal: str):
+    return [pytest.param(name, id=name, marks=[pytest.mark.xfail(strict=True, reason=MISSES[goal, name])]
+                         if (goal, name) in MISSES else []) for name in sorted(FAST)]
+
+
+@pytest.mark.parametrize("name", _cases("best"))
 def test_published_layout_fits_and_ranks_near_the_best(results, name):
     c = results[name]
     assert c.fits, c.published.reason
-    if not c.meets_best:
-        pytest.xfail(f"{c.of_best:.0%} of the best; decided by {c.deciding()}")
-    assert c.of_best >= 1 - GOAL_BEST
+    assert c.of_best >= 1 - GOAL_BEST, f"{c.of_best:.0%} of the best; decided by {c.deciding()}"
 
 
-@pytest.mark.parametrize("name", sorted(FAST))
+@pytest.mark.parametrize("name", _cases("tflops"))
 def test_predicted_tflops_within_25_percent(results, name):
     c = results[name]
-    if not c.meets_tflops:
-        pytest.xfail(f"predicted {c.tflops_ratio:.2f}x the published TFLOPs; decided by {c.deciding()}")
-    assert abs(c.tflops_ratio - 1) <= GOAL_TFLOPS
+    assert abs(c.tflops_ratio - 1) <= GOAL_TFLOPS, (f"predicted {c.tflops_ratio:.2f}x the published TFLOPs; "
+                                                   f"decided by {c.deciding()}")
 
 
 def test_a_miss_names_the_term_that_decides_it(results):

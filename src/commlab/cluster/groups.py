@@ -1,24 +1,19 @@
-"""A parallel layout's communication groups on a cluster: the planner's collectives, costed at scale.
+"""A parallel layout's communication groups on a cluster: where a group's ranks sit, and what it sees.
 
-Megatron-LM orders ranks TP, CP, DP, PP from the innermost (:mod:`commlab.parallelism.estimate`), so a group
-of ``size`` ranks ``stride`` apart holds ``min(size, gpus_per_node // stride)`` ranks on each node it spans
-(1 when the stride reaches a node), on consecutive nodes. The tp x cp groups side by side run the same
-collective at the same time, so each rank of a group has its own share of the node's NICs: a group is costed
-on :func:`group_view`, the cluster as its communicator sees it (``ranks_per_node`` GPUs per node, each with
+Megatron-LM orders ranks TP, CP, DP, PP from the innermost, so a group of ``size`` ranks ``stride`` apart holds
+``min(size, gpus_per_node // stride)`` ranks on each node it spans (1 when the stride reaches a node), on
+consecutive nodes (:func:`group_span`). The tp x cp groups side by side run the same collective at the same
+time, so each rank of a group has its own share of the node's NICs: a group is costed on :func:`group_view`,
+the cluster as its communicator sees it (``ranks_per_node`` GPUs per node, each with
 ``nics_per_node / gpus_per_node`` of the NICs, on the same leaves and pods).
 
-:func:`place_layout` takes a layout of :func:`commlab.parallelism.plan` and gives every collective of its
-step the cluster model's time (NCCL's default algorithm plus the fabric) next to the planner's (a ring on one
-link per GPU); send/recv (pipeline and ring attention) is one message over the group's link.
+:func:`commlab.parallelism.placement.place_layout` places a planner layout's collectives with these.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
 
-from commlab.cluster.levels import Shape
-from commlab.cluster.model import cluster_cost
 from commlab.cluster.spec import Cluster
 from commlab.errors import CommlabError
 
@@ -56,64 +51,3 @@ def group_view(cluster: Cluster, ranks_per_node: int) -> Cluster:
                                f" per node)", gpus_per_node=ranks_per_node, nics_per_node=view_nics,
                                nic_Gbps=speed, fabric=fabric, nvlinks=None,
                                default_nodes=1)
-
-
-@dataclass(frozen=True)
-class GroupCost:
-    """One collective of a layout's step on the cluster: per call and per step, the planner's and ours."""
-
-    strategy: str
-    primitive: str
-    n_ranks: int
-    ranks_per_node: int
-    nodes: int
-    nbytes_per_call: int
-    calls_per_step: int
-    planner_s: float
-    """The planner's time per step (its ring alpha-beta on one link per GPU)."""
-    cluster_s: float
-    """The cluster model's time per step."""
-    algo: str
-    bottleneck: str
-
-
-_STRIDES = {"TP": lambda p: 1, "SP": lambda p: 1, "CP": lambda p: p.tp, "PP": lambda p: p.tp * p.cp * p.dp}
-
-
-def _p2p_s(cluster: Cluster, per_node: int, nodes: int, nbytes: float) -> tuple[float, str, str]:
-    """One send of ``nbytes``: over NVLink inside a node, else over the sender's share of its node's NICs."""
-    shape = Shape.of(cluster, 1)
-    if nodes == 1:
-        return shape.intra_latency_us("Simple") * 1e-6 + nbytes / (shape.nvlink_GBps * 1e9), "send", "nvlink"
-    per_gpu = shape.network_GBps / cluster.gpus_per_node
-    return shape.net_latency_us("Simple") * 1e-6 + nbytes / (per_gpu * 1e9), "send", "nic"
-
-
-def place_layout(layout, cluster: Cluster) -> tuple[GroupCost, ...]:
-    """Every collective of ``layout`` (a :class:`commlab.parallelism.planner.Layout` that runs) on ``cluster``."""
-    from commlab.parallelism.config import ParallelConfig
-
-    if layout.reason:
-        raise CommlabError(f"layout {layout.name} does not run: {layout.reason}")
-    par = ParallelConfig(tp=layout.tp, cp=layout.cp, pp=layout.pp, dp=layout.dp, zero=layout.zero)
-    out = []
-    for p in layout.placed:
-        stride = _STRIDES.get(p.strategy, lambda q: q.tp)(par)
-        per_node, nodes = group_span(p.n_ranks, stride, cluster.gpus_per_node)
-        if p.primitive == "sendrecv":
-            t, algo, level = _p2p_s(cluster, per_node, nodes, p.nbytes_per_call)
-            bottleneck = level
-        else:
-            view = group_view(cluster, per_node) if nodes > 1 else cluster
-            c = cluster_cost(p.primitive, [p.nbytes_per_call], view, nodes if nodes > 1 else 1)
-            algo = c.nccl_pick[0] if c.nccl_pick else c.fastest()[0]
-            t, bottleneck = float(c[algo].ran_time_s[0]), c[algo].ran_bottleneck[0]
-            if nodes == 1 and p.n_ranks < cluster.gpus_per_node:   # a group of part of a node: its own ranks
-                view = dataclasses.replace(cluster, name=f"{cluster.name} ({p.n_ranks} GPUs)",
-                                           gpus_per_node=p.n_ranks, nics_per_node=1, default_nodes=1)
-                c = cluster_cost(p.primitive, [p.nbytes_per_call], view, 1)
-                algo = c.nccl_pick[0] if c.nccl_pick else c.fastest()[0]
-                t, bottleneck = float(c[algo].ran_time_s[0]), c[algo].ran_bottleneck[0]
-        out.append(GroupCost(p.strategy, p.primitive, p.n_ranks, per_node, nodes, p.nbytes_per_call,
-                             p.calls_per_step, p.time_s, t * p.calls_per_step, algo, bottleneck))
-    return tuple(out)

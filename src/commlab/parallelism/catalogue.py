@@ -60,6 +60,17 @@ class GpuSpec:
     """Network kind for NCCL's model (commlab.tuner.machine.NETS)."""
     cluster_gpu: str = ""
     """The GPU's name in commlab.tuner.machine.GPUS (its NVLink links for NCCL's model)."""
+    attention_fraction: float = 0.35
+    """FlashAttention-2's share of the dense BF16 peak on this GPU, for the unmasked half of a causal attention:
+    35 % on an H100 ("FlashAttention-2 achieves only 35% utilization on the H100 GPU", Shah et al. 2024,
+    FlashAttention-3, arXiv 2407.08608, abstract; the H800 and H200 have the same SMs), 50 % on an A100 (the low
+    end of "50-73% of the theoretical maximum FLOPs/s on A100" for the forward, Dao 2023, arXiv 2307.08691,
+    abstract: the backward is the slower pass); the B200 takes the H100's, no published FlashAttention-2 figure
+    being at hand for it."""
+    sms: int = 132
+    """Streaming multiprocessors: how many GEMM tiles run at once (:mod:`commlab.parallelism.gemm`); A100 108
+    (NVIDIA A100 Tensor Core GPU Architecture whitepaper), H100 SXM5, H800 and H200 132 (NVIDIA H100 Tensor Core
+    GPU Architecture whitepaper), B200 148 (two dies of 74)."""
 
     @property
     def gemm_fraction(self) -> float:
@@ -116,9 +127,13 @@ _SXM_A100 = ("NVIDIA A100 datasheet: {mem} HBM2e, 312 TFLOPS BF16 dense, {bw} TB
              "https://www.nvidia.com/en-us/data-center/a100/")
 _GPUS = (
     GpuSpec("a100-40gb", "A100 SXM4 40GB", 40.0, 312.0, "nvswitch2", "ib-hdr", 8,
-            _SXM_A100.format(mem="40 GB", bw="1.555"), 271.2, hbm_TBps=1.555, nic_Gbps=200.0, cluster_gpu="a100"),
+            _SXM_A100.format(mem="40 GB", bw="1.555"), 271.2, hbm_TBps=1.555, nic_Gbps=200.0,
+            cluster_gpu="a100", sms=108,
+            attention_fraction=0.50),
     GpuSpec("a100-80gb", "A100 SXM4 80GB", 80.0, 312.0, "nvswitch2", "ib-hdr", 8,
-            _SXM_A100.format(mem="80 GB", bw="2.039"), 271.2, hbm_TBps=2.039, nic_Gbps=200.0, cluster_gpu="a100"),
+            _SXM_A100.format(mem="80 GB", bw="2.039"), 271.2, hbm_TBps=2.039, nic_Gbps=200.0,
+            cluster_gpu="a100", sms=108,
+            attention_fraction=0.50),
     GpuSpec("h100", "H100 SXM5 80GB", 80.0, 989.0, "nvswitch3", "ib-ndr", 8,
             "NVIDIA H100 datasheet: 80 GB HBM3, 3.35 TB/s, 989 TFLOPS BF16 dense; DGX H100 user guide: NVSwitch "
             "gen 3 (NVLink 4, 900 GB/s), 8x ConnectX-7 NDR 400 Gb/s, one per GPU: "
@@ -135,7 +150,7 @@ _GPUS = (
     GpuSpec("b200", "B200 180GB", 180.0, 2250.0, "nvswitch4", "ib-ndr", 8,
             "NVIDIA DGX B200 datasheet: 1440 GB for 8 GPUs, 64 TB/s HBM3e (8 TB/s each), 72 PFLOPS FP8 training "
             "(2.25 PFLOPS BF16 dense per GPU); NVLink 5 through NVSwitch; 8x ConnectX-7 400 Gb/s: "
-            "https://www.nvidia.com/en-us/data-center/dgx-b200/", 1745.0, hbm_TBps=8.0, cluster_gpu="b200"),
+            "https://www.nvidia.com/en-us/data-center/dgx-b200/", 1745.0, hbm_TBps=8.0, cluster_gpu="b200", sms=148),
 )
 _ALIASES = {"a100": "a100-80gb"}
 

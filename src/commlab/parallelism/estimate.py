@@ -6,9 +6,13 @@ N = 12 h^2 L, and PaLM's 6N + 12 L h s (Chowdhery et al. 2022, appendix B), the 
 Selective recomputation adds attention's core forward again (4 s h L per token); full recomputation the whole
 forward (2 N + 4 s h L): Narayanan et al. SC21, eq. 3, counts 96 b s h^2 L because it recomputes. A GPU does
 1/(t c) of a stage's work at ``gpu.gemm_TFLOPS``, the rate measured for large BF16 GEMMs on that GPU
-(:mod:`commlab.parallelism.catalogue`). Attention's core is counted in full at that rate: FlashAttention skips
-the masked half of a causal attention but runs the rest at about half the GEMM rate ("50-73% of the
-theoretical maximum FLOPs/s on A100", Dao 2023, arXiv 2307.08691), which costs about the same time.
+(:mod:`commlab.parallelism.catalogue`), each GEMM slowed by its shape's wave and tile quantization on the GPU's
+SMs (:mod:`commlab.parallelism.gemm`: the forward's, the data gradient's and the weight gradient's outputs).
+Attention's core (QK^T and PV, 4 s h FLOPs per token and layer forward, counted in full for MFU): FlashAttention
+computes only the unmasked half of a causal attention, at its own measured rate
+(``GpuSpec.attention_fraction`` of the peak: 35 % on an H100, FlashAttention-3's paper; 50 % on an A100,
+FlashAttention-2's); with the scores materialised (``attention="softmax"``) the batched GEMMs compute them all at
+the GEMM rate and the mask applies after.
 
 **The roofline.** A GEMM of n tokens against a layer's w = P_layer / t weights does 2 n w FLOPs and reads at
 least the 2 w bytes of its BF16 weights; below n of about rate / HBM bandwidth (300 tokens on an H100, 130 on an
@@ -32,7 +36,7 @@ the node's NICs shared by the groups beside it). Per micro-batch on the busiest 
 | term | when | hidden behind |
 | --- | --- | --- |
 | TP with SP: 2 all-gathers + 2 reduce-scatters of b (s/c) h | each layer, both passes | nothing (Megatron's default) |
-| CP ring: c-1 sends of K and V (2 b (s/c) h_kv/t) | each layer | the attention of the block held |
+| CP ring: c-1 sends of K and V (2 b (s/c) h_kv/t); across nodes, one NIC share | each layer | the block's attention |
 | CP Ulysses: all-to-alls of Q, K, V and the output | each layer | nothing |
 | PP: a send of b (s/c) h/t each way per model chunk | each micro-batch | nothing |
 | ZeRO-3: all-gather of a layer's BF16 weights, reduce-scatter of its gradients | each layer | its compute (prefetch) |
@@ -53,6 +57,7 @@ from dataclasses import dataclass
 
 from commlab.cluster.groups import group_span
 from commlab.parallelism.catalogue import GpuSpec, ModelSpec
+from commlab.parallelism.gemm import layer_gemm_s
 from commlab.parallelism.network import Network
 from commlab.parallelism.stages import stage_layers
 
@@ -142,19 +147,26 @@ def estimate_step(spec: ModelSpec, gpu: GpuSpec, net: Network, x: Shape, seq_len
     rate = gpu.gemm_TFLOPS * 1e12
     tokens_mb = b * s
     share = t * c
-    layer_gemm = 2 * spec.layer_params * tokens_mb / share
     layer_core = 4 * s * h * tokens_mb / share
     hbm = gpu.hbm_TBps * 1e12
     w = spec.layer_params / t                          # one layer's weights on this GPU
-    gemm_s = max(layer_gemm / rate, 2 * w / hbm)       # the roofline: a GEMM also reads its BF16 weights
-    wgrad_s = max(layer_gemm / rate, 2 * grad_nbytes * w / hbm)   # and the weight gradient is accumulated
-    core_s = layer_core / rate
+    fwd_q, dgrad_q, wgrad_q = layer_gemm_s(tokens_mb // c, h, spec.kv_hidden, spec.ffn_width, spec.gated, t,
+                                           gpu.sms, rate)             # each GEMM at its shape's wave efficiency
+    gemm_s = max(fwd_q, 2 * w / hbm)                   # the roofline: a GEMM also reads its BF16 weights
+    dgrad_s = max(dgrad_q, 2 * w / hbm)
+    wgrad_s = max(wgrad_q, 2 * grad_nbytes * w / hbm)  # and the weight gradient is accumulated
+    if attention == "flash":           # the unmasked half of causal attention at FlashAttention-2's measured rate
+        attn_rate = gpu.attention_fraction * gpu.peak_bf16_TFLOPS * 1e12
+        core_s = layer_core / 2 / attn_rate
+    else:                              # the scores materialised: full batched GEMMs, the mask applied after
+        attn_rate = rate
+        core_s = layer_core / rate
     fwd_bytes = elementwise_bytes_per_token(spec, s, t, sp and t > 1, attention) * tokens_mb / c
     score_bytes = (13 * spec.n_heads * s / t if attention == "softmax" else 0.0) * tokens_mb / c
     extra_s = {"none": 0.0, "selective": core_s + score_bytes / hbm, "full": gemm_s + core_s + fwd_bytes / hbm}[
         recompute]
     layer_fwd_s = gemm_s + core_s + fwd_bytes / hbm
-    layer_bwd_s = gemm_s + wgrad_s + 2 * core_s + 2 * fwd_bytes / hbm + extra_s
+    layer_bwd_s = dgrad_s + wgrad_s + 2 * core_s + 2 * fwd_bytes / hbm + extra_s
     out_fwd_s = 2 * spec.embedding_params * tokens_mb / share / rate       # the output layer (logits)
     counts = stage_layers(spec.n_layers, p)
     placed: list[Placed] = []
@@ -178,10 +190,12 @@ def estimate_step(spec: ModelSpec, gpu: GpuSpec, net: Network, x: Shape, seq_len
         kv_width = spec.kv_hidden / t
         if x.cp_kind == "ring":
             block = 2 * b * (s / c) * kv_width * 2
-            per_node, nodes = group_span(c, t, gpn)
-            # across nodes, the node's NICs carry one crossing send per CP group on it: gpn / per_node of them
-            one, link = net.p2p_s(block / per_node, gpn) if nodes > 1 else net.p2p_s(block, t)
-            attn = 4 * b * (s / c) ** 2 * h / t / rate
+            # a ring step waits on its slowest send: across nodes, over the sender's share of its node's NICs
+            # (the same model as commlab.parallelism.placement's)
+            _, nodes = group_span(c, t, gpn)
+            one, link = net.p2p_s(block, gpn if nodes > 1 else t)
+            attn = 4 * b * (s / c) ** 2 * h / t / rate if attention == "softmax" else \
+                2 * b * (s / c) ** 2 * h / t / attn_rate                # a block's causal half at FA-2's rate
             steps = c - 1
             cp_layer_s = steps * (max(0.0, one - attn) + max(0.0, 2 * one - 2 * attn))
             if recompute == "full":

@@ -84,7 +84,8 @@ _MTNLG = ("Smith et al. 2022, 'Using DeepSpeed and Megatron to Train Megatron-Tu
           "sec. 2.4: batch 1,920, 280/350/420 DGX A100 (80 GB) nodes, TP 8, PP 35, 126/121/113 TFLOPs per GPU")
 _BLOOM = ("BigScience 2022, 'BLOOM: A 176B-Parameter Open-Access Multilingual Language Model', arXiv 2211.05100, "
           "sec. 3.4: 48 nodes of 8 A100 80GB, 4 x 100 Gb/s Omni-Path per node, TP 4 x PP 12 x DP 8 with ZeRO-1, "
-          "batch 2,048 x 2,048 tokens, about 150 TFLOPs per GPU")
+          "batch 2,048 x 2,048 tokens; BigScience's training page: 'one copy of the model takes 48 GPUs', 'training "
+          "throughput: about 150 TFLOPs': https://bigscience.notion.site/BigScience-176B-Model-ad073ca07cdf479398d5f95d88e218c4")
 
 RUNS = (
     PublishedRun("Llama 3 405B, 8K, 8,192 H100", _405B, "h100", 8192, 8, 16, 1, 8192, 16 * 2**20, 430, "model",
