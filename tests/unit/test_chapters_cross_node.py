@@ -39,7 +39,7 @@ SINGLE_LINK_CALLS = frozenset({
     "collective_time_s", "naive_all_reduce_time_s", "tree_all_reduce_time_s", "pipelined_tree_all_reduce_time_s",
     "double_tree_all_reduce_time_s", "recursive_doubling_all_reduce_time_s", "rabenseifner_all_reduce_time_s",
     "bidirectional_ring_all_reduce_time_s", "log_step_all_gather_time_s", "log_step_reduce_scatter_time_s",
-    "time_s", "time_per_call_s", "DDPConfig", "FSDPConfig", "fabric.ring_all_reduce_time_s",
+    "time_s", "time_per_call_s", "DDPConfig", "FSDPConfig", "fabric.ring_all_reduce_time_s", "node_ring_all_reduce_time_s",
 })
 #: Calls that return a link (or hops over links) from the catalogue.
 LINK_LOOKUPS = frozenset({"link", "find_link", "node_ring"})
@@ -54,7 +54,7 @@ ALLOWED = {
         "(2(nNodes-1) network steps) and cluster_cost's ring and tree in the same cell",
     ("05_ring_allreduce", "cell-019b", "ring_all_reduce_time_s"):
         "one flat ring through two servers, the slow way the next cells contrast with NCCL's rings per NIC",
-    ("05_ring_allreduce", "cell-019b", "fabric.ring_all_reduce_time_s"):
+    ("05_ring_allreduce", "cell-019b", "node_ring_all_reduce_time_s"):
         "the same flat ring, timed hop by hop from fabric.node_ring",
     ("05_ring_allreduce", "cell-019b", "time_s"):
         "one hop of that flat ring over the network, printed beside its NVLink hops",
