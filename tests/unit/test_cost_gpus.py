@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from commlab.tuner import nccl_constants as K
-from commlab.cost.gpus import GPUS, nvlink_gen
+from commlab.hardware.gpus import GPUS, nvlink_gen
 from commlab.tuner.machine import parse_machine
 from commlab.tuner.predict import OPS, predict
 

@@ -40,10 +40,10 @@ _DEVICE = re.compile(r"\bdevice\s+\d+\s+\[[^\]]*\]\s+(?P<name>[^\n]+)")
 
 
 def gpus_named(text: str) -> set[str]:
-    """The GPUs (commlab's names, :data:`commlab.cost.gpus.GPUS`) a log's ``# Rank ... device 0 [0x..] NAME`` lines
+    """The GPUs (commlab's names, :data:`commlab.hardware.gpus.GPUS`) a log's ``# Rank ... device 0 [0x..] NAME`` lines
     name: the longest GPU name inside each device name, letters and digits only (``NVIDIA H100 80GB HBM3`` -> h100,
     ``A100-PCIE-40GB`` -> a100-pcie)."""
-    from commlab.cost.gpus import GPUS
+    from commlab.hardware.gpus import GPUS
 
     keys = sorted(GPUS, key=len, reverse=True)
     squash = lambda x: re.sub(r"[^a-z0-9]", "", x.lower())                 # noqa: E731

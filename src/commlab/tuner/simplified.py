@@ -45,7 +45,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from commlab.cost.gpus import GPUS
+from commlab.hardware.gpus import GPUS
 from commlab.errors import CommlabError, check_choice
 from commlab.hardware import link
 from commlab.tuner import nccl_constants as K
