@@ -10,7 +10,7 @@ import pytest
 from commlab.tuner import nccl_constants as K
 from commlab.hardware.gpus import GPUS, nvlink_gen
 from commlab.tuner.machine import parse_machine
-from commlab.tuner.predict import OPS, predict
+from commlab.tuner.predict import TUNED_OPS, predict
 
 #: NVIDIA's per-link NVLink rate, both directions, GB/s, by generation: NVLink 1 20+20 (P100), NVLink 2 25+25
 #: (V100), NVLink 3 and 4 25+25 over half the lanes at twice the rate (A100, H100), NVLink 5 50+50 (B200).
@@ -43,7 +43,7 @@ def test_links_times_the_generations_rate_is_the_cited_total(name):
 def test_every_gpu_parses_and_predicts_every_op(name, shape):
     m = parse_machine(f"gpu={name},{shape}")
     assert parse_machine(m.describe()).resolved() == m.resolved()
-    for op in OPS:
+    for op in TUNED_OPS:
         p = predict(op, SIZES, m)
         assert np.all(np.isfinite(p.time_s)) and np.all(p.time_s > 0), (name, shape, op)
         assert np.all(np.diff(p.time_s) >= 0), (name, shape, op)       # more bytes never take less time
