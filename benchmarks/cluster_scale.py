@@ -18,7 +18,7 @@ T_START = time.perf_counter()            # the timing includes importing the clu
 
 import numpy as np  # noqa: E402
 
-from commlab.cluster import OPS, cluster_cost, sweep_nodes  # noqa: E402
+from commlab.cluster import CLUSTER_OPS, cluster_cost, sweep_nodes  # noqa: E402
 
 T_IMPORT = time.perf_counter() - T_START
 SIZES = 2.0 ** np.linspace(3, 34, 64)
@@ -37,9 +37,9 @@ def best_of(fn, repeat=5) -> float:
 
 def main() -> None:
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs; importing commlab.cluster {T_IMPORT:.2f} s")
-    every = best_of(lambda: [cluster_cost(op, SIZES, "dgx-h100-ndr", 2048) for op in OPS])
-    n_algos = sum(len(cluster_cost(op, SIZES[:1], "dgx-h100-ndr", 2048).algos) for op in OPS)
-    print(f"16,384 GPUs x {len(SIZES)} sizes x {len(OPS)} collectives ({n_algos} collective-algorithm pairs): "
+    every = best_of(lambda: [cluster_cost(op, SIZES, "dgx-h100-ndr", 2048) for op in CLUSTER_OPS])
+    n_algos = sum(len(cluster_cost(op, SIZES[:1], "dgx-h100-ndr", 2048).algos) for op in CLUSTER_OPS)
+    print(f"16,384 GPUs x {len(SIZES)} sizes x {len(CLUSTER_OPS)} collectives ({n_algos} collective-algorithm pairs): "
           f"{every * 1e3:.1f} ms (best of 5)")
     nodes = [2**i for i in range(12)]
     sweep = best_of(lambda: sweep_nodes("all_reduce", SIZES, "dgx-h100-ndr", nodes), repeat=3)

@@ -33,17 +33,12 @@ def _points():
 
 
 def _score(s, t, min_rows):
-    """(meets the goals, held-out median error) with MIN_ROWS_PER_REGIME = min_rows."""
-    saved = pf.MIN_ROWS_PER_REGIME
-    pf.MIN_ROWS_PER_REGIME = min_rows
-    try:
-        e = pf.relative_errors(pf.fit_protocol_model(s, t).time_s(s), t)
-        held = np.zeros(len(s), dtype=bool)
-        held[1:-1:2] = True
-        fit = pf.fit_protocol_model(s[~held], t[~held])
-        cv = float(np.median(pf.relative_errors(fit.time_s(s[held]), t[held])))
-    finally:
-        pf.MIN_ROWS_PER_REGIME = saved
+    """(meets the goals, held-out median error) with at least ``min_rows`` rows per regime."""
+    e = pf.relative_errors(pf.fit_protocol_model(s, t, min_rows_per_regime=min_rows).time_s(s), t)
+    held = np.zeros(len(s), dtype=bool)
+    held[1:-1:2] = True
+    fit = pf.fit_protocol_model(s[~held], t[~held], min_rows_per_regime=min_rows)
+    cv = float(np.median(pf.relative_errors(fit.time_s(s[held]), t[held])))
     return bool(np.median(e) <= 0.05 and np.percentile(e, 90) <= 0.12), cv
 
 

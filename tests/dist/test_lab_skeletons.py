@@ -59,22 +59,44 @@ def shared_run(tokens: list[str], reference: list[str], n: int) -> str | None:
     return None
 
 
+def _module_functions(path: Path) -> dict[str, tuple[ast.FunctionDef, str]]:
+    """name -> (its FunctionDef, the file's text) for a module's functions, and for the names it binds to a
+    function of a commlab module it imports (``from commlab.p2p import ring`` then ``x = ring.x``)."""
+    text = path.read_text()
+    tree = ast.parse(text)
+    out = {node.name: (node, text) for node in tree.body if isinstance(node, ast.FunctionDef)}
+    modules = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("commlab"):
+            for alias in node.names:
+                file = REPO / "src" / Path(*node.module.split("."), f"{alias.name}.py")
+                if file.is_file():
+                    modules[alias.asname or alias.name] = file
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Attribute)
+                and isinstance(node.value.value, ast.Name) and node.value.value.id in modules):
+            theirs = _module_functions(modules[node.value.value.id])
+            out.update({k: v for k, v in theirs.items() if k not in out})
+            for target in node.targets:
+                if isinstance(target, ast.Name) and node.value.attr in theirs:
+                    out[target.id] = theirs[node.value.attr]
+    return out
+
+
 def answer_sources(lab: str) -> str:
-    """The source of the reference answers of ``lab`` (the functions the learner writes), with the module
-    functions they call."""
-    path = REPO / "src" / "commlab" / "labs" / "solutions" / f"{lab}.py"
-    tree = ast.parse(path.read_text())
+    """The source of the reference answers of ``lab`` (the functions the learner writes, where the solution
+    module defines them or takes them from a commlab module), with the functions they call."""
+    functions = _module_functions(REPO / "src" / "commlab" / "labs" / "solutions" / f"{lab}.py")
     wanted = {f for task in registry.lab(lab).tasks for f in task.functions}
-    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
     names, found = set(wanted), []
     while names:
         name = names.pop()
-        node = functions.get(name)
-        if node is None or node in found:
+        entry = functions.get(name)
+        if entry is None or entry in found:
             continue
-        found.append(node)
-        names |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in functions} - {f.name for f in found}
-    return "\n\n".join(ast.get_source_segment(path.read_text(), node) for node in found)
+        found.append(entry)
+        names |= {n.id for n in ast.walk(entry[0]) if isinstance(n, ast.Name) and n.id in functions}
+    return "\n\n".join(ast.get_source_segment(text, node) for node, text in found)
 
 
 @pytest.mark.parametrize("lab, cell_id, source", your_turn_cells(), ids=lambda v: v if isinstance(v, str) and

@@ -43,11 +43,11 @@ def _compare_all(rank: int, n_ranks: int) -> list:
         x = torch.randn(length, generator=g, dtype=torch.float64)
         ref = _torch_references(x, rank, n_ranks)
         runs = {
-            "ring-all-reduce": lambda t: (p2p.ring_all_reduce(x, t), ref["all_reduce"]),
-            "ring-reduce-scatter": lambda t: (p2p.ring_reduce_scatter(x, t), ref["reduce_scatter"]),
-            "ring-all-gather": lambda t: (p2p.ring_all_gather(x.tensor_split(n_ranks)[rank], length, t),
-                                          ref["all_gather"]),
-            "tree-all-reduce": lambda t: (p2p.tree_all_reduce(x, t), ref["all_reduce"]),
+            "ring-all-reduce": lambda t, x=x, ref=ref: (p2p.ring_all_reduce(x, t), ref["all_reduce"]),
+            "ring-reduce-scatter": lambda t, x=x, ref=ref: (p2p.ring_reduce_scatter(x, t), ref["reduce_scatter"]),
+            "ring-all-gather": lambda t, x=x, ref=ref: (p2p.ring_all_gather(x.tensor_split(n_ranks)[rank], t),
+                                                     ref["all_gather"]),
+            "tree-all-reduce": lambda t, x=x, ref=ref: (p2p.tree_all_reduce(x, t), ref["all_reduce"]),
         }
         for name, call in runs.items():
             tracer = p2p.Tracer(length=length)
@@ -111,13 +111,13 @@ def _reference_rs(x, tracer):
 
 
 def _reference_ag(chunk, tracer):
-    return p2p.ring_all_gather(chunk, tracer.length, tracer)
+    return p2p.ring_all_gather(chunk, tracer)
 
 
 def _reference_ag_untraced(chunk):
     import torch.distributed as dist
 
-    return p2p.ring_all_gather(chunk, chunk.numel() * dist.get_world_size())
+    return p2p.ring_all_gather(chunk, length=chunk.numel() * dist.get_world_size())
 
 
 @pytest.mark.parametrize("fn, kind, traced", [(_reference_rs, "reduce_scatter", True),

@@ -39,7 +39,8 @@ SINGLE_LINK_CALLS = frozenset({
     "collective_time_s", "naive_all_reduce_time_s", "tree_all_reduce_time_s", "pipelined_tree_all_reduce_time_s",
     "double_tree_all_reduce_time_s", "recursive_doubling_all_reduce_time_s", "rabenseifner_all_reduce_time_s",
     "bidirectional_ring_all_reduce_time_s", "log_step_all_gather_time_s", "log_step_reduce_scatter_time_s",
-    "time_s", "time_per_call_s", "DDPConfig", "FSDPConfig", "fabric.ring_all_reduce_time_s", "node_ring_all_reduce_time_s",
+    "time_s", "time_per_call_s", "DDPConfig", "FSDPConfig", "fabric.ring_all_reduce_time_s",
+    "node_ring_all_reduce_time_s",
 })
 #: Calls that return a link (or hops over links) from the catalogue.
 LINK_LOOKUPS = frozenset({"link", "find_link", "node_ring"})

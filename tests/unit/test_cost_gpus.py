@@ -7,10 +7,11 @@ import re
 import numpy as np
 import pytest
 
+from commlab.errors import CommlabError
 from commlab.tuner import nccl_constants as K
-from commlab.cost.gpus import GPUS, nvlink_gen
+from commlab.hardware.gpus import GPUS, nvlink_gen
 from commlab.tuner.machine import parse_machine
-from commlab.tuner.predict import OPS, predict
+from commlab.tuner.predict import TUNED_OPS, predict
 
 #: NVIDIA's per-link NVLink rate, both directions, GB/s, by generation: NVLink 1 20+20 (P100), NVLink 2 25+25
 #: (V100), NVLink 3 and 4 25+25 over half the lanes at twice the rate (A100, H100), NVLink 5 50+50 (B200).
@@ -43,7 +44,7 @@ def test_links_times_the_generations_rate_is_the_cited_total(name):
 def test_every_gpu_parses_and_predicts_every_op(name, shape):
     m = parse_machine(f"gpu={name},{shape}")
     assert parse_machine(m.describe()).resolved() == m.resolved()
-    for op in OPS:
+    for op in TUNED_OPS:
         p = predict(op, SIZES, m)
         assert np.all(np.isfinite(p.time_s)) and np.all(p.time_s > 0), (name, shape, op)
         assert np.all(np.diff(p.time_s) >= 0), (name, shape, op)       # more bytes never take less time
@@ -96,3 +97,39 @@ def test_pascal_has_no_ll128():
     """NCCL leaves LL128 off below sm70 (tuning.cc:535-536)."""
     table = predict("all_reduce", SIZES, parse_machine("gpu=p100,gpus_per_node=4")).table
     assert table and not any(p == "LL128" for _, p in table)
+
+
+def test_the_planners_presets_read_the_gpu_record_and_their_servers_nics():
+    """memory, BF16 peak and HBM from commlab.hardware.gpus; GPUs, NVLink fabric and NICs from fabric.nodes."""
+    from commlab.fabric.nodes import node
+    from commlab.hardware import link
+    from commlab.hardware.gpus import gpu
+    from commlab.parallelism.catalogue import gpu as preset
+
+    for name, record, server in [("a100-40gb", "a100-40gb", "dgx-a100"), ("a100", "a100", "dgx-a100"),
+                                 ("h100", "h100", "dgx-h100"), ("h800", "h800", "dgx-h100"),
+                                 ("h200", "h200", "dgx-h100"), ("b200", "b200", "dgx-b200")]:
+        p, r, n = preset(name), gpu(record), node(server)
+        assert (p.memory_GiB, p.peak_bf16_TFLOPS, p.hbm_TBps * 1000) == pytest.approx(
+            (r.memory_GiB, r.peak_bf16_TFLOPS, r.hbm_GBps)), name
+        assert (p.intra, p.inter, p.gpus_per_node, p.nics_per_node) == (n.nvlink, n.nic, n.gpus, n.nics), name
+        assert p.nic_Gbps == link(n.nic).lane_Gbps * link(n.nic).lanes, name
+
+
+def test_a_memory_variant_is_the_same_chip_and_links():
+    from commlab.hardware.gpus import VARIANTS, gpu
+
+    for name, variant in VARIANTS.items():
+        part = GPUS[name.rsplit("-", 1)[0]]
+        assert (variant.compute_capability, variant.nvlinks, variant.pcie_gen, variant.p2p) == (
+            part.compute_capability, part.nvlinks, part.pcie_gen, part.p2p)
+        assert variant.memory_GiB != part.memory_GiB and str(int(variant.memory_GiB)) in variant.memory_source
+    with pytest.raises(CommlabError, match="unknown GPU 'h900'; the GPUs are: p100"):
+        gpu("h900")
+
+
+def test_astras_local_memory_bandwidth_is_the_records_hbm():
+    from commlab.cluster.astra import DEFAULT_LOCAL_MEM_GBPS, local_mem_GBps
+
+    assert local_mem_GBps("h100") == GPUS["h100"].hbm_GBps == 3350.0
+    assert GPUS["t4"].hbm_GBps is None and local_mem_GBps("t4") == DEFAULT_LOCAL_MEM_GBPS

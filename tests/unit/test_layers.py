@@ -253,7 +253,8 @@ def test_no_constant_is_defined_twice():
 FORMULAS = {"commlab.cost", "commlab.cost.alpha_beta", "commlab.cost.halving_doubling", "commlab.cost.bandwidth",
             "commlab.cost.fit", "commlab.cost.protocol_fit"}
 #: what the formulas themselves stand on
-FOUNDATIONS = {"commlab", "commlab.errors", "commlab.units", "commlab.hardware", "commlab.collectives"}
+FOUNDATIONS = {"commlab", "commlab.errors", "commlab.units", "commlab.hardware", "commlab.hardware.links",
+               "commlab.collectives"}
 
 
 def test_import_commlab_cost_loads_only_the_formulas():
@@ -292,3 +293,50 @@ def test_private_names_stay_private():
                   and isinstance(node.value, ast.Name) and aliases.get(node.value.id, module) != module):
                 found.append(f"{module} uses {aliases[node.value.id]}.{node.attr}")
     assert not found, "\n".join(found)
+
+
+# -- one record per GPU ---------------------------------------------------------------------------------------------
+def _gpu_figures() -> dict[str, set[float]]:
+    """GPU name -> its record's memory, HBM (GB/s and TB/s) and BF16 peak figures."""
+    from commlab.hardware.gpus import GPUS, VARIANTS
+    out: dict[str, set[float]] = {}
+    for name, g in [*GPUS.items(), *VARIANTS.items()]:
+        figures = {g.memory_GiB, g.hbm_GBps, g.peak_bf16_TFLOPS, g.hbm_GBps and g.hbm_GBps / 1000}
+        out[name] = {float(f) for f in figures if f}
+    return out
+
+
+def _gpu_figures_written(source: str, module: str, figures: dict[str, set[float]]) -> list[str]:
+    """A GPU's name and one of its record's figures written side by side: as a dict entry, or in one call (the
+    figures are floats: whole-number literals are counts, e.g. 8 GPUs per node)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        pairs: list[tuple[ast.AST, list[ast.AST]]] = []
+        if isinstance(node, ast.Dict):
+            pairs = [(k, [v]) for k, v in zip(node.keys, node.values) if k is not None]
+        elif isinstance(node, ast.Call):
+            args = [*node.args, *(k.value for k in node.keywords)]
+            pairs = [(a, args) for a in args]
+        for key, values in pairs:
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                continue
+            name = key.value.strip().lower()
+            numbers = {v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, float)}
+            if numbers & figures.get(name, set()):
+                found.append(f"{module} writes {name}'s {sorted(numbers & figures[name])} (line {key.lineno})")
+    return found
+
+
+def test_the_gpu_figure_finder_finds_a_second_copy():
+    figures = {"h100": {80.0, 3350.0, 3.35, 989.0}}
+    assert _gpu_figures_written('HBM = MappingProxyType({"h100": 3350.0, "x": 1.0})', "a", figures)
+    assert _gpu_figures_written('GpuSpec("h100", "H100", 80.0, 989.0, hbm_TBps=3.35)', "b", figures)
+    assert not _gpu_figures_written('GpuSpec("h100", "H100", 80, cluster_gpu="h100")', "c", figures)
+
+
+def test_every_gpu_figure_is_written_once():
+    """Memory, HBM bandwidth and BF16 peak of a GPU live in its record (commlab.hardware.gpus) only."""
+    figures = _gpu_figures()
+    found = [f for module, path in sorted(MODULES.items()) if module != "commlab.hardware.gpus"
+             for f in _gpu_figures_written(path.read_text(), module, figures)]
+    assert not found, "GPU figures written outside commlab.hardware.gpus:\n" + "\n".join(found)

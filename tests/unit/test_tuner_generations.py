@@ -11,7 +11,7 @@ import pytest
 from commlab.tuner import nccl_constants as K
 from commlab.tuner.machine import parse_machine
 from commlab.tuner.predict import predict
-from commlab.tuner.settings import OPS
+from commlab.tuner.settings import TUNED_OPS
 from commlab.errors import CommlabError
 from commlab.tuner import generations as G
 
@@ -88,7 +88,7 @@ ONE_NODE = ["gpu=a100,gpus_per_node=8", "gpu=v100,gpus_per_node=8", "gpu=a40,gpu
 
 
 @pytest.mark.parametrize("desc", ONE_NODE)
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("op", TUNED_OPS)
 def test_the_replay_with_todays_numbers_is_the_predictive_model_on_one_node(desc, op):
     """On one node without NVLS the predictive model adds nothing the replay leaves out (its fills are NVLS's and the
     inter-node tree's), so the two codes must agree to the last bit: a check of the replay's formulas."""

@@ -8,7 +8,7 @@ from commlab.scorecard.fixture_machines import fixture_machine
 from commlab.tuner.machine import parse_machine
 from commlab.nccl.debuglog import forced_settings
 from commlab.tuner.settings import ALGO_NAMES, PROTO_NAMES, VARIABLES, apply_forced, enabled_names
-from commlab.tuner.predict import OPS, predict
+from commlab.tuner.predict import TUNED_OPS, predict
 from commlab.errors import CommlabError
 from commlab.nccl import nccl_tests_logs
 
@@ -74,7 +74,7 @@ def test_bad_fields_say_what_is_accepted(desc, words):
 ])
 def test_only_enabled_pairs_are_candidates(desc, allowed):
     m = parse_machine(desc)
-    for op in OPS:
+    for op in TUNED_OPS:
         p = predict(op, SIZES, m)
         assert set(p.table) <= allowed and set(zip(p.algo, p.proto)) <= allowed, op
 

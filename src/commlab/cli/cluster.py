@@ -143,11 +143,11 @@ def _calibrated(args, result, nbytes: float) -> dict:
     from commlab.scorecard.error_bands import band_json
     from commlab.tuner.calibrate import check_pair, predict_calibrated
     from commlab.tuner.generations import generation_for
-    from commlab.tuner.settings import OPS
+    from commlab.tuner.settings import TUNED_OPS
 
-    if result.op not in OPS:
-        raise CommlabError(f"--calibrate-from calibrates NCCL's tuned collectives ({', '.join(OPS)}); {result.op} is "
-                           f"grouped send/recv")
+    if result.op not in TUNED_OPS:
+        raise CommlabError(f"--calibrate-from calibrates NCCL's tuned collectives ({', '.join(TUNED_OPS)}); "
+                           f"{result.op} is grouped send/recv")
     machine = result.shape.machine
     small = read_small_run(args.calibrate_from, machine)
     choice = generation_for(None)

@@ -13,11 +13,11 @@ Pure layer (numpy only). Build on :mod:`commlab.fabric` (leaf-spine fabrics, rai
 * :mod:`~commlab.scorecard.cluster_column`: the cluster model's column of ``commlab scorecard``;
 * :mod:`~commlab.cluster.astra`: the same cluster as ASTRA-sim's analytical backend reads it.
 """
-from commlab.cluster.algorithms import ALGORITHMS, OPS, algorithms_for
+from commlab.cluster.algorithms import ALGORITHMS, CLUSTER_OPS, algorithms_for
 from commlab.cluster.levels import Shape
 from commlab.cluster.model import AlgoCost, ClusterCost, cluster_cost, sweep_nodes
 from commlab.cluster.presets import preset, preset_names, presets
 from commlab.cluster.spec import Cluster, Fabric
 
-__all__ = ["ALGORITHMS", "AlgoCost", "Cluster", "ClusterCost", "Fabric", "OPS", "Shape", "algorithms_for",
+__all__ = ["ALGORITHMS", "AlgoCost", "Cluster", "ClusterCost", "Fabric", "CLUSTER_OPS", "Shape", "algorithms_for",
            "cluster_cost", "preset", "preset_names", "presets", "sweep_nodes"]

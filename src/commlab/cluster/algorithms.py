@@ -29,7 +29,7 @@ from types import MappingProxyType
 
 from commlab.collectives import canonical
 from commlab.errors import CommlabError
-from commlab.tuner.settings import OPS as _NCCL_OPS
+from commlab.tuner.settings import TUNED_OPS as _NCCL_OPS
 
 #: algorithm -> the collectives it runs
 ALGORITHMS = MappingProxyType({
@@ -47,7 +47,7 @@ ALGORITHMS = MappingProxyType({
 })
 
 #: the collectives the cluster model costs
-OPS = _NCCL_OPS + ("all_to_all", "scatter", "gather")
+CLUSTER_OPS = _NCCL_OPS + ("all_to_all", "scatter", "gather")
 
 #: NCCL's algorithm names (predict's) -> ours
 FROM_NCCL = MappingProxyType({"Ring": "ring", "Tree": "tree", "NVLS": "nvls-tree", "NVLSTree": "nvls-tree"})
@@ -59,8 +59,8 @@ def check_op(op: object) -> str:
         name = canonical(str(op))
     except CommlabError:
         name = None
-    if name not in OPS:
-        raise CommlabError(f"the cluster model costs {', '.join(OPS)}; got {op!r}")
+    if name not in CLUSTER_OPS:
+        raise CommlabError(f"the cluster model costs {', '.join(CLUSTER_OPS)}; got {op!r}")
     return name
 
 

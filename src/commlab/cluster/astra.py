@@ -33,17 +33,23 @@ from types import MappingProxyType
 from commlab.cluster.levels import Shape
 from commlab.tuner import nccl_constants as K
 from commlab.errors import CommlabError
+from commlab.hardware.gpus import GPUS
 from commlab.output import check_writable_dir, write_atomic
 
-#: HBM bandwidth per GPU, GB/s (ASTRA-sim's local-mem-bw): NVIDIA data sheets (V100 SXM 900, A100 80GB 2,039,
-#: H100 SXM 3,350, H200 4,800, B200 and GB200 8,000)
-HBM_GBPS = MappingProxyType({"v100": 900.0, "a100": 2039.0, "h100": 3350.0, "h200": 4800.0, "b200": 8000.0,
-                             "gb200": 8000.0})
+#: ASTRA-sim's local-mem-bw (GB/s) for a GPU whose record (:data:`commlab.hardware.gpus.GPUS`) has no HBM figure
+DEFAULT_LOCAL_MEM_GBPS = 2000.0
 
 #: commlab algorithm -> ASTRA-sim's (inside the NVLink domain, across it) for all-reduce
 ALL_REDUCE_IMPL = MappingProxyType({"ring": ("ring", "ring"), "tree": ("ring", "doubleBinaryTree"),
                                     "rabenseifner": ("halvingDoubling", "halvingDoubling"),
                                     "flat-ring": ("ring", "ring")})
+
+
+def local_mem_GBps(gpu: str) -> float:
+    """ASTRA-sim's ``local-mem-bw`` for ``gpu``: its HBM bandwidth from its record, else
+    :data:`DEFAULT_LOCAL_MEM_GBPS`."""
+    record = GPUS.get(gpu)
+    return record.hbm_GBps if record is not None and record.hbm_GBps else DEFAULT_LOCAL_MEM_GBPS
 
 
 def _dims(shape: Shape) -> tuple[list[dict], list[str]]:
@@ -103,7 +109,7 @@ def system_json(shape: Shape, algo: str = "ring") -> dict:
             "preferred-dataset-splits": 4, "all-reduce-implementation": per_dim,
             "all-gather-implementation": gather, "reduce-scatter-implementation": list(gather),
             "all-to-all-implementation": ["direct"] * n, "collective-optimization": "localBWAware",
-            "local-mem-bw": HBM_GBPS.get(shape.cluster.gpu, 2000.0), "boost-mode": 0}
+            "local-mem-bw": local_mem_GBps(shape.cluster.gpu), "boost-mode": 0}
 
 
 _RUN = """#!/bin/bash

@@ -129,9 +129,9 @@ def _sizes(nbytes) -> np.ndarray:
 
 
 def _nccl_inputs(op: str, shape: Shape, s: np.ndarray):
-    from commlab.tuner.predict import OPS, nccl_tuning_table, predict
+    from commlab.tuner.predict import TUNED_OPS, nccl_tuning_table, predict
 
-    if op not in OPS:
+    if op not in TUNED_OPS:
         return None, None
     return predict(op, s, shape.machine), nccl_tuning_table(op, shape.machine, realized=True)
 

@@ -254,9 +254,9 @@ def _segment_costs(s, t, alphas, betas, tail_weight: float = 0.0) -> tuple[np.nd
     return cost, best
 
 
-def _split(cost: np.ndarray, s: np.ndarray, m: int) -> tuple[float, list[int]]:
-    """Least total cost of m contiguous regimes of >= MIN_ROWS_PER_REGIME rows, cut only between different
-    sizes; returns (cost, cut positions including 0 and n)."""
+def _split(cost: np.ndarray, s: np.ndarray, m: int, min_rows: int) -> tuple[float, list[int]]:
+    """Least total cost of m contiguous regimes of >= ``min_rows`` rows, cut only between different sizes;
+    returns (cost, cut positions including 0 and n)."""
     n = len(s)
     can_cut = np.ones(n + 1, dtype=bool)
     can_cut[1:n] = s[1:] > s[:-1]
@@ -264,10 +264,10 @@ def _split(cost: np.ndarray, s: np.ndarray, m: int) -> tuple[float, list[int]]:
     back = np.zeros((m + 1, n + 1), dtype=int)
     best[0, 0] = 0.0
     for k in range(1, m + 1):
-        for j in range(k * MIN_ROWS_PER_REGIME, n + 1):
+        for j in range(k * min_rows, n + 1):
             if not can_cut[j]:
                 continue
-            starts = np.arange((k - 1) * MIN_ROWS_PER_REGIME, j - MIN_ROWS_PER_REGIME + 1)
+            starts = np.arange((k - 1) * min_rows, j - min_rows + 1)
             starts = starts[can_cut[starts]]
             if len(starts) == 0:
                 continue
@@ -296,8 +296,10 @@ def max_regimes_for(n_rows: int) -> int:
     return int(max(1, min(MAX_REGIMES, n_rows // ROWS_PER_REGIME)))
 
 
-def fit_protocol_model(nbytes, t_s, max_regimes: int | None = None) -> ProtocolFit:
-    """Fit up to ``max_regimes`` (default: what the rows allow, :func:`max_regimes_for`) regimes to a curve.
+def fit_protocol_model(nbytes, t_s, max_regimes: int | None = None,
+                       min_rows_per_regime: int = MIN_ROWS_PER_REGIME) -> ProtocolFit:
+    """Fit up to ``max_regimes`` (default: what the rows allow, :func:`max_regimes_for`) regimes to a curve,
+    each of at least ``min_rows_per_regime`` rows (default :data:`MIN_ROWS_PER_REGIME`).
 
     ``nbytes`` is nccl-tests' ``size`` column, ``t_s`` the time in seconds; rows with size 0 are left out
     (nccl-tests times an empty call there). Raises CommlabError naming what is missing when fewer than
@@ -306,9 +308,11 @@ def fit_protocol_model(nbytes, t_s, max_regimes: int | None = None) -> ProtocolF
     s, t = _clean(nbytes, t_s)
     allowed = max_regimes_for(len(s))
     m = allowed if max_regimes is None else int(max(1, min(max_regimes, allowed)))
-    fit = _fit(s, t, m, (0.0,), 0.0)
+    if not isinstance(min_rows_per_regime, int) or isinstance(min_rows_per_regime, bool) or min_rows_per_regime < 1:
+        raise CommlabError(f"min_rows_per_regime must be a whole number >= 1, got {min_rows_per_regime!r}")
+    fit = _fit(s, t, m, (0.0,), 0.0, min_rows_per_regime)
     if len(s) <= TAIL_MAX_ROWS and _p90(fit, s, t) > TAIL_MARGIN:
-        tail = _fit(s, t, m, (0.0, TAIL_MARGIN, -TAIL_MARGIN), TAIL_WEIGHT)
+        tail = _fit(s, t, m, (0.0, TAIL_MARGIN, -TAIL_MARGIN), TAIL_WEIGHT, min_rows_per_regime)
         if _against_goals(tail, s, t) < _against_goals(fit, s, t):
             fit = tail
     return fit
@@ -324,11 +328,12 @@ def _against_goals(fit: ProtocolFit, s: np.ndarray, t: np.ndarray) -> float:
     return max(float(np.median(e)) / MEDIAN_GOAL, float(np.percentile(e, 90)) / P90_GOAL)
 
 
-def _fit(s: np.ndarray, t: np.ndarray, m: int, margins: tuple[float, ...], tail_weight: float) -> ProtocolFit:
+def _fit(s: np.ndarray, t: np.ndarray, m: int, margins: tuple[float, ...], tail_weight: float,
+         min_rows: int) -> ProtocolFit:
     alphas, betas = _candidates(s, t, margins)
     cost, best = _segment_costs(s, t, alphas, betas, tail_weight)
     while True:
-        total, cuts = _split(cost, s, m)
+        total, cuts = _split(cost, s, m, min_rows)
         if np.isfinite(total) or m == 1:
             break
         m -= 1                                   # too few distinct sizes to cut into m regimes

@@ -60,12 +60,17 @@ from dataclasses import dataclass, field
 from commlab.errors import CommlabError
 from commlab.nccl.lines import strip_prefix
 from commlab.tuner.nccl_constants import ALGO_NAMES, PROTO_NAMES
-from commlab.tuner.settings import VARIABLES
+from commlab.tuner.settings import VARIABLES, name_in_log
 
 
 _PREFIX = re.compile(r"(?:^|(?<=\s))(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:(?P<where>\S+) )?"
                      r"NCCL (?P<level>INFO|WARN|TRACE|ABORT) (?P<msg>.*)$")
-_VERSION = re.compile(r"NCCL version (\S+)")
+#: the NCCL version a log names: ``NCCL version 2.18.3+cuda12.2`` (NCCL's own line, group ``text``; also read
+#: with a colon or more spaces, group ``dotted``), ``NCCL version: 22602`` (NCCL_VERSION_CODE, group ``code``)
+#: and ``nccl-library=22903`` (nccl-tests 2.17's header, group ``library``)
+_VERSION = re.compile(r"NCCL version(?: (?P<text>\S+)|:?\s+(?P<dotted>\d+\.\d+\.\d+)|:\s+(?P<code>\d{4,6}))"
+                      r"|nccl-library=(?P<library>\d{4,6})")
+_DOTTED = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 _COMM = re.compile(r"comm 0x[0-9a-f]+ rank (\d+) n[rR]anks (\d+)(?: nNodes (\d+))?"
                    r"(?:.*?cudaDev (\d+))?(?:.*?busId ([0-9a-fA-F]+))?")
 _ORDER = re.compile(r"^(?:Channel|Ring) (\d+)(?:/(\d+))? :((?:\s+\d+)+)\s*$")
@@ -183,9 +188,8 @@ def _read_structure(msg: str, log: DebugLog) -> None:
 
 
 def _read_line(text: str, log: DebugLog) -> None:
-    version = _VERSION.search(text)
-    if version and log.nccl_version is None:
-        log.nccl_version = version.group(1)
+    if log.nccl_version is None:
+        log.nccl_version = next((m.group("text") for m in _VERSION.finditer(text) if m.group("text")), None)
     match = _PREFIX.search(text)
     if not match:
         return
@@ -211,9 +215,6 @@ def read_debug_log(text: str) -> DebugLog:
     return log
 
 
-#: a log's spelling of NCCL's names, lower case without "_" (an old log's "CollNet" is CollNetDirect)
-_ALGO_NAMES = {name.lower(): name for name in ALGO_NAMES} | {"collnet": "CollNetDirect"}
-_PROTO_NAMES = {name.lower(): name for name in PROTO_NAMES}
 _FUNCS = {"broadcast": "broadcast", "reduce": "reduce", "allgather": "all_gather", "reducescatter": "reduce_scatter",
           "allreduce": "all_reduce", "sendrecv": "sendrecv", "send": "send", "recv": "recv",
           "alltoall": "all_to_all"}
@@ -225,11 +226,11 @@ _CELL = re.compile(r"^\s*([\d.]+)\s*/\s*([\d.]+)\s*$")
 
 
 def _algo(name: str) -> str | None:
-    return _ALGO_NAMES.get(name.replace("_", "").replace(" ", "").lower())
+    return name_in_log(name, ALGO_NAMES)
 
 
 def _proto(name: str) -> str | None:
-    return _PROTO_NAMES.get(name.strip().lower())
+    return name_in_log(name.strip(), PROTO_NAMES)
 
 
 def _func(name: str) -> str | None:
@@ -406,9 +407,6 @@ def forced_settings(text: str) -> dict[str, str]:
     return out
 
 
-_VERSION_TEXT = re.compile(r"NCCL version:?\s+(\d+)\.(\d+)\.(\d+)|nccl-library=(\d{4,6})|NCCL version:\s+(\d{4,6})")
-
-
 def nccl_version(text: str) -> tuple[int, int, int] | None:
     """The NCCL version a log names: ``NCCL version 2.18.3+cuda12.2`` (NCCL's own line), ``nccl-library=22903``
     (nccl-tests 2.17's header) or ``NCCL version: 22602`` (NCCL_VERSION_CODE, major*10000 + minor*100 + patch,
@@ -418,10 +416,11 @@ def nccl_version(text: str) -> tuple[int, int, int] | None:
     ((2, 8, 3), (2, 29, 3))
     """
     found = None
-    for m in _VERSION_TEXT.finditer(text):
-        if m.group(1):
-            found = (int(m.group(1)), int(m.group(2)), int(m.group(3)))
-        else:
-            code = int(m.group(4) or m.group(5))
+    for m in _VERSION.finditer(text):
+        dotted = _DOTTED.match(m.group("text") or m.group("dotted") or "")
+        if dotted:
+            found = (int(dotted.group(1)), int(dotted.group(2)), int(dotted.group(3)))
+        elif m.group("code") or m.group("library"):
+            code = int(m.group("code") or m.group("library"))
             found = (code // 10000, code // 100 % 100, code % 100)
     return found

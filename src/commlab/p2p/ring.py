@@ -1,5 +1,6 @@
-"""Ring reduce-scatter, all-gather and all-reduce written with ``isend``/``irecv`` (chapter 05, and the
-reference answer of the build-your-own-ring lab).
+"""The ring written with ``isend``/``irecv``: reduce-scatter, all-gather and all-reduce (chapter 05), and the
+reference answer of the build-your-own-ring lab (:mod:`commlab.labs.solutions.build_your_own_ring` takes its
+steps from here).
 
 They follow :mod:`commlab.schedules.ring` step for step: in step s rank r sends to (r + 1) mod N and
 receives from (r - 1) mod N, both posted at once with ``dist.batch_isend_irecv`` so no rank waits for its
@@ -11,62 +12,66 @@ neighbour to finish sending first (the deadlock of two blocking sends).
 * all-reduce: reduce-scatter (steps 0..N-2) then all-gather (steps N-1..2N-3); each rank sends
   2(N-1)/N of the buffer, the bandwidth lower bound (Patarasuk and Yuan, 2009).
 
-Chunks have ``np.array_split`` sizes (:func:`commlab.schedules.chunk_bounds`), so any length works, zero
-included. Reductions are sums. Pass ``tracer=`` to record every send (:class:`commlab.p2p.Tracer`).
+The steps work in place on a whole 1-D buffer cut into N chunks of ``np.array_split`` sizes
+(``tracer.chunk(buffer, c)``, :func:`commlab.schedules.chunk_bounds`), so any length works, zero included, and
+record every send on the tracer (:class:`commlab.p2p.Tracer`): the tracer is the lab's interface, and it
+knows the rank, the number of ranks and the chunks. The collectives take a tracer when one is given (to
+compare the trace with the schedule), else make their own. Reductions are sums.
 """
 from __future__ import annotations
 
 from commlab.p2p.tracer import Tracer
 
 
-def _group():
+def _tracer_for(length: int, tracer: Tracer | None) -> Tracer:
+    """``tracer`` (told the buffer's ``length`` if it was made without one), or a new one for this rank of the
+    default group."""
+    from commlab.errors import CommlabError
+
+    if tracer is None:
+        return Tracer(length=length)
+    if tracer.length is None:
+        tracer.length = length
+    elif tracer.length != length:
+        raise CommlabError(f"the tracer is for a buffer of {tracer.length} elements, the ring's has {length}")
+    return tracer
+
+
+def ring_step(buffer, tracer: Tracer, step: int, send_c: int, recv_c: int, reduce: bool, scratch=None) -> None:
+    """One step: send chunk ``send_c`` to the right while receiving chunk ``recv_c`` from the left, posted
+    together; with ``reduce`` the received chunk is added to ours (into ``scratch`` first when given, a buffer
+    at least a chunk long, else into a new one)."""
+    import torch
     import torch.distributed as dist
 
-    return dist.get_rank(), dist.get_world_size()
-
-
-def _bounds(length: int, n_ranks: int) -> list[int]:
-    from commlab.schedules import chunk_bounds
-
-    return [int(b) for b in chunk_bounds(length, n_ranks)]
-
-
-def _exchange(send, dst: int, recv, src: int) -> None:
-    """Send ``send`` to ``dst`` while receiving ``recv`` from ``src``; return when both are done."""
-    import torch.distributed as dist
-
-    ops = [dist.P2POp(dist.isend, send, dst), dist.P2POp(dist.irecv, recv, src)]
+    rank, n = tracer.rank, tracer.n_ranks
+    right, left = (rank + 1) % n, (rank - 1) % n
+    target = tracer.chunk(buffer, recv_c)
+    incoming = target
+    if reduce:
+        incoming = torch.empty_like(target) if scratch is None else scratch[:target.numel()]
+    ops = [tracer.send_op(tracer.chunk(buffer, send_c), right, step=step, chunk=send_c, reduce=reduce),
+           dist.P2POp(dist.irecv, incoming, left)]
     for request in dist.batch_isend_irecv(ops):
         request.wait()
+    if reduce:
+        target.add_(incoming)
 
 
-def reduce_scatter_steps(buffer, bounds: list[int], tracer: Tracer | None = None, first_step: int = 0) -> None:
-    """N-1 ring reduce-scatter steps on ``buffer`` in place; afterwards chunk r is complete on rank r."""
-    import torch
-
-    rank, n = _group()
-    right, left = (rank + 1) % n, (rank - 1) % n
-    scratch = torch.empty(max(bounds[c + 1] - bounds[c] for c in range(n)), dtype=buffer.dtype,
-                          device=buffer.device)
+def reduce_scatter_steps(buffer, tracer: Tracer, first_step: int = 0) -> None:
+    """The N-1 reduce-scatter steps, in place: afterwards chunk r of ``buffer`` is the sum on rank r."""
+    rank, n = tracer.rank, tracer.n_ranks
+    scratch = buffer.new_empty(max(tracer.chunk(buffer, c).numel() for c in range(n)))
     for s in range(n - 1):
-        send_c, recv_c = (rank - s - 1) % n, (rank - s - 2) % n
-        into = scratch[:bounds[recv_c + 1] - bounds[recv_c]]
-        if tracer is not None:
-            tracer.record(right, step=first_step + s, chunk=send_c, reduce=True)
-        _exchange(buffer[bounds[send_c]:bounds[send_c + 1]], right, into, left)
-        buffer[bounds[recv_c]:bounds[recv_c + 1]].add_(into)
+        ring_step(buffer, tracer, first_step + s, (rank - s - 1) % n, (rank - s - 2) % n, reduce=True,
+                  scratch=scratch)
 
 
-def all_gather_steps(buffer, bounds: list[int], tracer: Tracer | None = None, first_step: int = 0) -> None:
-    """N-1 ring all-gather steps on ``buffer`` in place; chunk r must be complete on rank r before."""
-    rank, n = _group()
-    right, left = (rank + 1) % n, (rank - 1) % n
+def all_gather_steps(buffer, tracer: Tracer, first_step: int = 0) -> None:
+    """The N-1 all-gather steps, in place: rank r's chunk r goes round until every rank holds every chunk."""
+    rank, n = tracer.rank, tracer.n_ranks
     for s in range(n - 1):
-        send_c, recv_c = (rank - s) % n, (rank - s - 1) % n
-        if tracer is not None:
-            tracer.record(right, step=first_step + s, chunk=send_c, reduce=False)
-        _exchange(buffer[bounds[send_c]:bounds[send_c + 1]], right,
-                  buffer[bounds[recv_c]:bounds[recv_c + 1]], left)
+        ring_step(buffer, tracer, first_step + s, (rank - s) % n, (rank - s - 1) % n, reduce=False)
 
 
 def _working_copy(x, in_place: bool):
@@ -81,46 +86,49 @@ def _working_copy(x, in_place: bool):
 
 
 def ring_reduce_scatter(x, tracer: Tracer | None = None):
-    """Rank r's chunk r of the sum of every rank's ``x`` (1-D; ``x`` itself is left unchanged)."""
-    rank, n = _group()
+    """This rank's chunk of the sum of every rank's ``x`` (what ``dist.reduce_scatter`` gives rank r; ``x``
+    itself is left unchanged)."""
     buffer = x.detach().flatten().clone()
-    bounds = _bounds(buffer.numel(), n)
-    reduce_scatter_steps(buffer, bounds, tracer)
-    return buffer[bounds[rank]:bounds[rank + 1]].clone()
+    tracer = _tracer_for(buffer.numel(), tracer)
+    reduce_scatter_steps(buffer, tracer)
+    return tracer.chunk(buffer, tracer.rank).clone()
 
 
-def ring_all_gather(chunk, length: int | None = None, tracer: Tracer | None = None):
-    """The whole buffer of ``length`` elements, rank r contributing chunk r (``chunk``).
+def ring_all_gather(chunk, tracer: Tracer | None = None, length: int | None = None):
+    """The whole buffer, rank r contributing ``chunk`` as chunk r.
 
-    ``length`` defaults to ``N * chunk.numel()`` (chunks of equal size); give it when the chunks have
-    ``np.array_split`` sizes that differ by one.
+    Its length is the tracer's (``tracer.length``), else ``length``, else ``N * chunk.numel()`` (chunks of equal
+    size); give one when the chunks have ``np.array_split`` sizes that differ by one.
     """
-    import torch
-
     from commlab.errors import CommlabError
 
-    rank, n = _group()
-    length = n * chunk.numel() if length is None else length
-    bounds = _bounds(length, n)
-    if bounds[rank + 1] - bounds[rank] != chunk.numel():
+    if tracer is not None and tracer.length is not None:
+        length = tracer.length if length is None else length
+    elif length is None:
+        import torch.distributed as dist
+
+        length = dist.get_world_size() * chunk.numel()
+    tracer = _tracer_for(length, tracer)
+    rank, n = tracer.rank, tracer.n_ranks
+    buffer = chunk.new_zeros(length)
+    mine = tracer.chunk(buffer, rank)
+    if mine.numel() != chunk.numel():
         raise CommlabError(f"rank {rank}: chunk {rank} of a length-{length} buffer on {n} ranks has "
-                           f"{bounds[rank + 1] - bounds[rank]} elements, got {chunk.numel()}")
-    buffer = torch.empty(length, dtype=chunk.dtype, device=chunk.device)
-    buffer[bounds[rank]:bounds[rank + 1]] = chunk.detach().flatten()
-    all_gather_steps(buffer, bounds, tracer)
+                           f"{mine.numel()} elements, got {chunk.numel()}")
+    mine.copy_(chunk.detach().flatten())
+    all_gather_steps(buffer, tracer)
     return buffer
 
 
 def ring_all_reduce(x, tracer: Tracer | None = None, in_place: bool = False):
-    """The sum of every rank's ``x``: reduce-scatter, then all-gather.
+    """The sum of every rank's ``x``: reduce-scatter (steps 0..N-2), then all-gather (steps N-1..2N-3).
 
     ``x`` is left unchanged and a new 1-D tensor returned, unless ``in_place`` (then ``x``, contiguous and
     1-D, is overwritten with the sum and returned, as ``dist.all_reduce`` does; this avoids allocating and
     first touching a buffer the size of ``x``, which costs as much as a network step on a CPU).
     """
-    rank, n = _group()
     buffer = _working_copy(x, in_place)
-    bounds = _bounds(buffer.numel(), n)
-    reduce_scatter_steps(buffer, bounds, tracer)
-    all_gather_steps(buffer, bounds, tracer, first_step=n - 1)
+    tracer = _tracer_for(buffer.numel(), tracer)
+    reduce_scatter_steps(buffer, tracer, first_step=0)
+    all_gather_steps(buffer, tracer, first_step=tracer.n_ranks - 1)
     return buffer

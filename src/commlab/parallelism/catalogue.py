@@ -27,6 +27,10 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from commlab.errors import CommlabError
+from commlab.fabric.nodes import node as find_node
+from commlab.hardware import link
+from commlab.hardware.gpus import gpu as gpu_record
+from commlab.units import BITS_PER_BYTE
 
 MAMF_SOURCE = ("Stas Bekman, ml-engineering, 'Maximum Achievable Matmul FLOPS comparison table' (BF16 matmul, "
                "mamf-finder.py): https://github.com/stas00/ml-engineering/blob/master/compute/accelerator/README.md"
@@ -122,35 +126,46 @@ class ModelSpec:
         return self.vocab * self.hidden
 
 
+def _preset(name: str, title: str, record: str, server: str, source: str, gemm_TFLOPS: float,
+            cluster_gpu: str, **compute: float) -> GpuSpec:
+    """A planner preset: memory, BF16 peak and HBM from the GPU's record (:mod:`commlab.hardware.gpus`), the GPUs,
+    NVLink fabric and NICs of a node from its server (:func:`commlab.fabric.nodes.node`); ``compute``: the
+    planner's own compute fields of :class:`GpuSpec` (``sms``, ``attention_fraction``)."""
+    r, n = gpu_record(record), find_node(server)
+    if r.memory_GiB is None or r.peak_bf16_TFLOPS is None or r.hbm_GBps is None:
+        raise CommlabError(f"GPU {record!r} has no memory, BF16 peak or HBM figure for the planner")
+    return GpuSpec(name, title, r.memory_GiB, r.peak_bf16_TFLOPS, n.nvlink, n.nic, n.gpus, source, gemm_TFLOPS,
+                   hbm_TBps=r.hbm_GBps / 1000, nics_per_node=n.nics,
+                   nic_Gbps=link(n.nic).unidir_GBps * BITS_PER_BYTE, cluster_gpu=cluster_gpu, **compute)
+
+
 _SXM_A100 = ("NVIDIA A100 datasheet: {mem} HBM2e, 312 TFLOPS BF16 dense, {bw} TB/s; DGX A100: 8 GPUs on NVSwitch gen "
              "2, 8x ConnectX-6 HDR 200 Gb/s for the compute fabric (DGX A100 user guide): "
              "https://www.nvidia.com/en-us/data-center/a100/")
 _GPUS = (
-    GpuSpec("a100-40gb", "A100 SXM4 40GB", 40.0, 312.0, "nvswitch2", "ib-hdr", 8,
-            _SXM_A100.format(mem="40 GB", bw="1.555"), 271.2, hbm_TBps=1.555, nic_Gbps=200.0,
-            cluster_gpu="a100", sms=108,
+    _preset("a100-40gb", "A100 SXM4 40GB", "a100-40gb", "dgx-a100",
+            _SXM_A100.format(mem="40 GB", bw="1.555"), 271.2, cluster_gpu="a100", sms=108,
             attention_fraction=0.50),
-    GpuSpec("a100-80gb", "A100 SXM4 80GB", 80.0, 312.0, "nvswitch2", "ib-hdr", 8,
-            _SXM_A100.format(mem="80 GB", bw="2.039"), 271.2, hbm_TBps=2.039, nic_Gbps=200.0,
-            cluster_gpu="a100", sms=108,
+    _preset("a100-80gb", "A100 SXM4 80GB", "a100", "dgx-a100",
+            _SXM_A100.format(mem="80 GB", bw="2.039"), 271.2, cluster_gpu="a100", sms=108,
             attention_fraction=0.50),
-    GpuSpec("h100", "H100 SXM5 80GB", 80.0, 989.0, "nvswitch3", "ib-ndr", 8,
+    _preset("h100", "H100 SXM5 80GB", "h100", "dgx-h100",
             "NVIDIA H100 datasheet: 80 GB HBM3, 3.35 TB/s, 989 TFLOPS BF16 dense; DGX H100 user guide: NVSwitch "
             "gen 3 (NVLink 4, 900 GB/s), 8x ConnectX-7 NDR 400 Gb/s, one per GPU: "
-            "https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html", 794.5, hbm_TBps=3.35,
+            "https://docs.nvidia.com/dgx/dgxh100-user-guide/introduction-to-dgxh100.html", 794.5,
             cluster_gpu="h100"),
-    GpuSpec("h800", "H800 SXM5 80GB", 80.0, 989.0, "nvswitch3", "ib-ndr", 8,
+    _preset("h800", "H800 SXM5 80GB", "h800", "dgx-h100",
             "NVIDIA H800: the H100 SXM5 with NVLink cut to 400 GB/s (8 links) for export, 80 GB HBM3; DeepSeek-V3 "
             "(arXiv 2412.19437, sec. 3.1): 2048 H800, 8 per node on NVLink/NVSwitch, InfiniBand between nodes; "
-            "8 x 400 Gb/s per node assumed as on DGX H100", 794.5, hbm_TBps=3.35, cluster_gpu="h800"),
-    GpuSpec("h200", "H200 SXM 141GB", 141.0, 989.0, "nvswitch3", "ib-ndr", 8,
+            "8 x 400 Gb/s per node assumed as on DGX H100", 794.5, cluster_gpu="h800"),
+    _preset("h200", "H200 SXM 141GB", "h200", "dgx-h100",
             "NVIDIA H200 datasheet: 141 GB HBM3e, 4.8 TB/s, 989 TFLOPS BF16 dense; DGX H200: NVLink 4 through "
             "NVSwitch, 8x ConnectX-7 400 Gb/s: https://www.nvidia.com/en-us/data-center/h200/", 794.5,
-            hbm_TBps=4.8, cluster_gpu="h200"),
-    GpuSpec("b200", "B200 180GB", 180.0, 2250.0, "nvswitch4", "ib-ndr", 8,
+            cluster_gpu="h200"),
+    _preset("b200", "B200 180GB", "b200", "dgx-b200",
             "NVIDIA DGX B200 datasheet: 1440 GB for 8 GPUs, 64 TB/s HBM3e (8 TB/s each), 72 PFLOPS FP8 training "
             "(2.25 PFLOPS BF16 dense per GPU); NVLink 5 through NVSwitch; 8x ConnectX-7 400 Gb/s: "
-            "https://www.nvidia.com/en-us/data-center/dgx-b200/", 1745.0, hbm_TBps=8.0, cluster_gpu="b200", sms=148),
+            "https://www.nvidia.com/en-us/data-center/dgx-b200/", 1745.0, cluster_gpu="b200", sms=148),
 )
 _ALIASES = {"a100": "a100-80gb"}
 

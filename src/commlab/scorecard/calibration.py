@@ -26,7 +26,7 @@ from commlab.tuner.generations import GenerationChoice, generation_for, replay
 from commlab.tuner.launch import LaunchShape
 from commlab.tuner.machine import Machine
 from commlab.tuner.predict import Prediction
-from commlab.tuner.settings import OPS
+from commlab.tuner.settings import TUNED_OPS
 
 
 def log_generation(log, text: str) -> GenerationChoice:
@@ -40,10 +40,10 @@ _DEVICE = re.compile(r"\bdevice\s+\d+\s+\[[^\]]*\]\s+(?P<name>[^\n]+)")
 
 
 def gpus_named(text: str) -> set[str]:
-    """The GPUs (commlab's names, :data:`commlab.cost.gpus.GPUS`) a log's ``# Rank ... device 0 [0x..] NAME`` lines
+    """The GPUs (commlab's names, :data:`commlab.hardware.gpus.GPUS`) a log's ``# Rank ... device 0 [0x..] NAME`` lines
     name: the longest GPU name inside each device name, letters and digits only (``NVIDIA H100 80GB HBM3`` -> h100,
     ``A100-PCIE-40GB`` -> a100-pcie)."""
-    from commlab.cost.gpus import GPUS
+    from commlab.hardware.gpus import GPUS
 
     keys = sorted(GPUS, key=len, reverse=True)
     squash = lambda x: re.sub(r"[^a-z0-9]", "", x.lower())                 # noqa: E731
@@ -84,9 +84,9 @@ def calibrate_from_log(path, text: str, machine: Machine) -> SmallRun:
     log = parse_log(text)
     if not log.rows:
         raise CommlabError(f"{where} has no nccl-tests table rows: it is too short to calibrate")
-    if log.collective not in OPS:
+    if log.collective not in TUNED_OPS:
         raise CommlabError(f"{where} is {log.collective}, which NCCL's tuner does not model: calibrate on one of "
-                           f"{', '.join(OPS)}")
+                           f"{', '.join(TUNED_OPS)}")
     m = machine_at(machine, log.n_ranks, where)
     settings = forced_settings(text)
     if settings:
@@ -194,7 +194,7 @@ def held_out_run(name: str, text: str, machine: Machine) -> HeldOutRun | None:
     from commlab.tuner.settings import apply_forced
 
     log = parse_log(text)
-    if log.collective not in OPS:
+    if log.collective not in TUNED_OPS:
         return None
     settings = forced_settings(text)
     m = apply_forced(machine, settings) if settings else machine

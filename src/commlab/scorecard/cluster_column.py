@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commlab.cluster.algorithms import OPS
+from commlab.cluster.algorithms import CLUSTER_OPS
 from commlab.cluster.model import cluster_cost
 from commlab.cluster.presets import preset
 
@@ -44,7 +44,7 @@ def fixture_cluster(number: int) -> tuple[str | None, int | None, str]:
 def cluster_rows(collective: str, sizes, preset_name: str, nodes: int, n_ranks: int | None = None):
     """Per row: (time_us, algorithm, bottleneck) of the cluster model for a log of ``collective``; None when
     the model does not cost it. ``n_ranks`` (the log's) must match the cluster's GPUs."""
-    if collective not in OPS:
+    if collective not in CLUSTER_OPS:
         return None
     c = preset(preset_name)
     if n_ranks is not None and n_ranks != nodes * c.gpus_per_node:

@@ -110,14 +110,14 @@ def _prediction(log, s: np.ndarray, machine: Machine | None, text: str = "", sma
     """The predictive model on the log's sizes: the tuner of the log's NCCL generation, the run's launch shape
     (nccl-tests' -g, read from the log), calibrated with ``small_run`` (:mod:`commlab.scorecard.calibration`)."""
     from commlab.scorecard.calibration import predict_log
-    from commlab.tuner.settings import OPS
+    from commlab.tuner.settings import TUNED_OPS
 
     if machine is None:
         return None, None
     if log.n_ranks != machine.n_ranks:
         raise CommlabError(f"the log has {log.n_ranks} ranks but --machine describes {machine.n_ranks} "
                            f"(gpus_per_node x nodes = {machine.gpus_per_node} x {machine.nodes})")
-    if log.collective not in OPS:
+    if log.collective not in TUNED_OPS:
         return None, f"no prediction: {log.collective} is grouped send/recv, which NCCL's tuner does not model"
     return predict_log(log, text, s, machine, small_run), None
 

@@ -181,11 +181,11 @@ def _predict(log, s: np.ndarray, machine: Machine | None, text: str = "", small_
     calibrated with ``small_run`` where it is a run of the same cluster (else the note says why not)."""
     from commlab.scorecard.calibration import predict_log
     from commlab.tuner.launch import LaunchShape
-    from commlab.tuner.settings import OPS
+    from commlab.tuner.settings import TUNED_OPS
 
     if machine is None:
         return None, None, "", None
-    if log.collective not in OPS:
+    if log.collective not in TUNED_OPS:
         return None, None, f"{log.collective} is not tuned by NCCL (grouped send/recv): no prediction", None
     if log.n_ranks is not None and log.n_ranks != machine.n_ranks:
         raise CommlabError(f"the log has {log.n_ranks} ranks but the machine {machine.describe()!r} has "

@@ -131,6 +131,17 @@ class Topology:
         """How GPU i reaches GPU j: "X", "NV18", "PIX", ..."""
         return self.matrix[i][j]
 
+    def nvlink_pairs(self) -> dict[tuple[int, int], int]:
+        """NVLink links between each pair (i < j) of GPUs the matrix joins by NVLink (its ``NV#`` cells).
+
+        >>> Topology(gpus=(Gpu(0), Gpu(1), Gpu(2)), matrix=(("X", "NV2", "SYS"), ("NV2", "X", "NV1"),
+        ...          ("SYS", "NV1", "X"))).nvlink_pairs()
+        {(0, 1): 2, (1, 2): 1}
+        """
+        n = self.n_gpus
+        counts = {(i, j): nvlink_count(self.matrix[i][j]) for i in range(n) for j in range(i + 1, n)}
+        return {pair: k for pair, k in counts.items() if k}
+
     def names(self) -> list[str]:
         """GPU names in order, or nvidia-smi's labels ("GPU0") where the source has no names."""
         return [gpu.name or gpu.label for gpu in self.gpus]

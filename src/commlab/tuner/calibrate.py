@@ -41,7 +41,7 @@ from commlab.tuner.generations import Generation, GenerationChoice, current, rep
 from commlab.tuner.launch import LaunchShape
 from commlab.tuner.machine import Machine
 from commlab.tuner.predict import Prediction
-from commlab.tuner.settings import OPS
+from commlab.tuner.settings import TUNED_OPS
 
 #: the NIC's delivered rate is searched as these fractions of its port speed (a port delivers at most its speed)
 NIC_FRACTIONS = tuple(round(x, 3) for x in np.arange(0.05, 1.0001, 0.0125))
@@ -146,9 +146,9 @@ def fit_calibration(op: str, nbytes, time_us, m: Machine, gpus_per_thread: int =
                     generation: Generation | None = None, source: str = "calibration run", digest: str = ""
                     ) -> CalibrationFit:
     """Fit :class:`Calibration` on one run: sizes ``nbytes`` and measured times ``time_us`` of ``op`` on ``m``."""
-    if op not in OPS:
-        raise CommlabError(f"cannot calibrate on {op}: NCCL's tuner models {', '.join(OPS)} (grouped send/recv is not "
-                           f"tuned)")
+    if op not in TUNED_OPS:
+        raise CommlabError(f"cannot calibrate on {op}: NCCL's tuner models {', '.join(TUNED_OPS)} (grouped send/recv "
+                           f"is not tuned)")
     s = np.asarray(nbytes, dtype=float)
     t = np.asarray(time_us, dtype=float)
     keep = (s > 0) & (t > 0)

@@ -45,7 +45,7 @@ from commlab.tuner.launch import LaunchShape
 from commlab.tuner.machine import Machine
 from commlab.tuner.networks import NET_TYPES
 from commlab.tuner.predict import Prediction, predict
-from commlab.tuner.settings import OPS, log2i, ring_steps
+from commlab.tuner.settings import TUNED_OPS, log2i, ring_steps
 from commlab.tuner.table import net_hop_us, nccl_tuning_table, realized_graph
 
 if sys.version_info >= (3, 11):
@@ -166,7 +166,7 @@ def _parse(data: dict[str, Any], where: str) -> Generation:
             lines[name] = data[name]["line"]
         if "ll128_max_bw_per_ch_by_op_GBps" in data:
             by_op = data["ll128_max_bw_per_ch_by_op_GBps"]
-            ring_ll128 = tree_ll128 = {(op, "any"): float(by_op[op]) for op in OPS}
+            ring_ll128 = tree_ll128 = {(op, "any"): float(by_op[op]) for op in TUNED_OPS}
             lines["ring_ll128_max_bw_per_ch_GBps"] = lines["tree_ll128_max_bw_per_ch_GBps"] = by_op["line"]
         else:
             ring_ll128 = _rows3(data["ring_ll128_max_bw_per_ch_GBps"], "ring_ll128_max_bw_per_ch_GBps", where)
@@ -378,8 +378,8 @@ class Entry:
 def tuning_table(op: str, m: Machine, gen: Generation, realized: bool = False) -> dict[tuple[str, str], Entry]:
     """The generation's table for ``op`` on ``m``: (algo, proto) -> latency and algorithm bandwidth, enabled pairs
     only; ``realized`` as the machine runs it (:func:`commlab.tuner.table.realized_graph`, the network's real hop)."""
-    if op not in OPS:
-        raise CommlabError(f"NCCL's tuner models {', '.join(OPS)}; got {op!r}")
+    if op not in TUNED_OPS:
+        raise CommlabError(f"NCCL's tuner models {', '.join(TUNED_OPS)}; got {op!r}")
     if m.n_ranks < 2:
         raise CommlabError(f"NCCL's model needs at least 2 ranks; the machine has {m.n_ranks}")
     graphs = nccl_graphs(m)

@@ -6,7 +6,7 @@
     gpu=h100,nvlink=4,gpus_per_node=8,nics_per_node=32,nic_Gbps=100,nodes=2,net=efa
 
 Fields left out take the GPU's defaults (an H100 SXM has 18 NVLink 4 links on an NVSwitch; an A40 is a PCIe
-card). :data:`~commlab.cost.gpus.GPUS` lists the GPUs, with the NVLink links and PCIe generation of each and where
+card). :data:`~commlab.hardware.gpus.GPUS` lists the GPUs, with the NVLink links and PCIe generation of each and where
 that comes from.
 
 ``algo`` and ``proto`` restrict NCCL's choice as NCCL_ALGO and NCCL_PROTO do, in NCCL's own syntax
@@ -31,7 +31,7 @@ from types import MappingProxyType
 from commlab.tuner import nccl_constants as K
 from commlab.tuner import settings
 from commlab.tuner import nvlink_topology as topo
-from commlab.cost.gpus import GPUS, Gpu, nvlink_gen
+from commlab.hardware.gpus import GPUS, Gpu, nvlink_gen
 from commlab.tuner.networks import NET_TYPES
 from commlab.errors import CommlabError
 

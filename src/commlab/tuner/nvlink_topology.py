@@ -12,8 +12,10 @@ outside the communicator are dropped, ``topo.cc:837-842``). The layouts commlab 
   in NVIDIA/nccl-tests issue 68);
 * ``dgx1``: the DGX-1 / HGX-1 hybrid cube mesh of 8 GPUs: two fully joined quads and a link from each GPU to its
   twin in the other quad; a V100 (6 links) has NV2 on the 8-cycle 0-3-2-1-5-6-7-4 and NV1 on the other
-  8 pairs, a P100 (4 links) NV1 on all 16 (NVIDIA's DGX-1 topology, ``nvidia-smi topo -m`` as in NVIDIA's
-  "Understanding the topology" documentation); fewer GPUs take the first ones of the board;
+  8 pairs, a P100 (4 links) NV1 on all 16 (NVIDIA's DGX-1 topology). The pairs are read from the shipped
+  ``nvidia-smi topo -m`` of such a V100 box (:func:`commlab.topology.example` ``"v100-sxm2-8"``, through
+  :meth:`commlab.topology.Topology.nvlink_pairs`), the one description of this mesh; fewer GPUs take the first
+  ones of the board;
 * per-pair counts: ``0-1:2+0-2:1+...`` (GPU indices from 0, links between the two).
 
 >>> canonical("DGX1", 8, 6), canonical("1-0:2+0-2:1", 3, 6)
@@ -27,13 +29,15 @@ commlab.errors.CommlabError: nvlink_topology pair '1-1:2' joins GPU 1 to itself;
 """
 from __future__ import annotations
 
+from functools import cache
+from types import MappingProxyType
+
 from commlab.errors import CommlabError
+from commlab.topology.examples import example
 
 NAMES = ("switch", "mesh", "dgx1")
-_DGX1_EDGES = ((0, 1), (0, 2), (0, 3), (0, 4), (1, 2), (1, 3), (1, 5), (2, 3), (2, 6), (3, 7), (4, 5), (4, 6),
-               (4, 7), (5, 6), (5, 7), (6, 7))
-#: the V100 DGX-1's NV2 pairs: the Hamiltonian cycle 0-3-2-1-5-6-7-4-0
-_DGX1_NV2 = frozenset({(0, 3), (2, 3), (1, 2), (1, 5), (5, 6), (6, 7), (4, 7), (0, 4)})
+#: the shipped nvidia-smi topo -m of a DGX-1-style V100 box: the dgx1 layout's links
+DGX1_EXAMPLE = "v100-sxm2-8"
 _HELP = ("nvlink_topology is switch, mesh, dgx1 or per-pair link counts a-b:links joined by '+' "
          "(e.g. 0-1:2+0-2:1)")
 
@@ -67,6 +71,11 @@ def _explicit(text: str, n: int, links: int) -> dict[tuple[int, int], int]:
     return out
 
 
+@cache
+def _dgx1_v100_pairs() -> MappingProxyType[tuple[int, int], int]:
+    return MappingProxyType(example(DGX1_EXAMPLE).nvlink_pairs())
+
+
 def pairs(topology: str, n: int, links: int) -> dict[tuple[int, int], int] | None:
     """Links between each pair (a < b) of the node's ``n`` GPUs; None for a switch."""
     if topology == "switch":
@@ -81,7 +90,7 @@ def pairs(topology: str, n: int, links: int) -> dict[tuple[int, int], int] | Non
         if n > 8 or links not in (4, 6):
             raise CommlabError(f"nvlink_topology=dgx1 is 8 GPUs (or the first of them) with 4 (P100) or 6 (V100) "
                                f"links each; got gpus_per_node={n}, nvlinks={links}")
-        return {e: (2 if links == 6 and e in _DGX1_NV2 else 1) for e in _DGX1_EDGES if e[1] < n}
+        return {e: (k if links == 6 else 1) for e, k in _dgx1_v100_pairs().items() if e[1] < n}
     return _explicit(topology, n, links)
 
 

@@ -60,11 +60,11 @@ from commlab.tuner import nccl_constants as K
 from commlab.tuner.launch import LaunchShape
 from commlab.tuner.machine import Machine
 from commlab.tuner.graphs import nccl_graphs
-from commlab.tuner.settings import OPS, log2i, tuned_op
+from commlab.tuner.settings import TUNED_OPS, log2i, tuned_op
 from commlab.tuner.table import TuningEntry, nccl_tuning_table, nvls_chunk_bytes, nvls_tuning, tree_chunk_bytes
 from commlab.errors import CommlabError
 
-__all__ = ["OPS", "Prediction", "TuningEntry", "nccl_tuning_table", "predict"]
+__all__ = ["TUNED_OPS", "Prediction", "TuningEntry", "nccl_tuning_table", "predict"]
 
 def _nvls_fill_us(op: str, algo: str, e: TuningEntry, s: np.ndarray, m: Machine) -> np.ndarray:
     """The pipeline fill NCCL's time leaves out, us, for an NVLS / NVLSTree all-reduce (0 for the others).

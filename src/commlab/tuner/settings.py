@@ -24,6 +24,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from commlab import calibration
@@ -34,13 +35,13 @@ from commlab.tuner.nccl_constants import ALGO_NAMES, FUNCTIONS, NCCL_VERSION, OL
 if TYPE_CHECKING:                                              # machine.py imports this module
     from commlab.tuner.machine import Machine
 
-__all__ = ["ALGO_NAMES", "PROTO_NAMES", "FUNCTIONS", "OPS", "VARIABLES", "REPLAYED_VERSION", "OLDEST_CLOSE_VERSION",
-           "canonical_name", "enabled_names", "canonical", "tuned_op", "ring_steps", "log2i", "apply_forced",
-           "version_note"]
+__all__ = ["ALGO_NAMES", "PROTO_NAMES", "FUNCTIONS", "TUNED_OPS", "VARIABLES", "REPLAYED_VERSION",
+           "OLDEST_CLOSE_VERSION", "LOG_SPELLINGS", "canonical_name", "name_in_log", "enabled_names", "canonical",
+           "tuned_op", "ring_steps", "log2i", "apply_forced", "version_note"]
 
 #: Collectives NCCL's tuner models. nccl-tests' alltoall, scatter, gather and sendrecv are grouped
 #: send/recv calls, which NCCL does not tune (no entry in tuning.cc).
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
+TUNED_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
 #: the variables :func:`apply_forced` knows (and :func:`commlab.nccl.debuglog.forced_settings` reads)
 VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_TREE_THRESHOLD")
 #: the NCCL version whose tuner commlab.tuner replays, as (major, minor)
@@ -58,6 +59,28 @@ def _matches(token: str, names: tuple[str, ...], what: str, spec: str | None = N
         return OLD_ALGO_NAMES[token.lower()]
     where = f" in {spec!r}" if spec is not None else ""
     raise CommlabError(f"unknown {what} {token!r}{where}; NCCL accepts: {', '.join(names)}")
+
+
+#: how a log writes an algorithm NCCL's lists no longer name: up to 2.12 it printed its one CollNet algorithm as
+#: "CollNet" (v2.12.7-1 src/init.cc:42), the algorithm since named CollNetDirect
+LOG_SPELLINGS = MappingProxyType({"collnet": "CollNetDirect"})
+
+
+def name_in_log(token: str, names: tuple[str, ...]) -> str | None:
+    """NCCL's spelling of an algorithm or protocol name as a log prints it (``NVLS_TREE``, ``nvlstree``; case,
+    ``_`` and spaces ignored, an old log's ``CollNet`` read by :data:`LOG_SPELLINGS`); None when it is none of
+    ``names``. Unlike :func:`canonical_name` (NCCL's own reading of its variables) it never raises: a log's
+    unknown word is not an error.
+
+    >>> name_in_log("NVLS_Tree", ALGO_NAMES), name_in_log("CollNet", ALGO_NAMES), name_in_log("ll128 ", PROTO_NAMES)
+    ('NVLSTree', 'CollNetDirect', 'LL128')
+    """
+    key = str(token).replace("_", "").replace(" ", "").lower()
+    for name in names:
+        if key == name.lower():
+            return name
+    old = LOG_SPELLINGS.get(key)
+    return old if old in names else None
 
 
 def canonical_name(token: str, names: tuple[str, ...], what: str) -> str:
@@ -102,12 +125,12 @@ def canonical(spec: str | None, names: tuple[str, ...], what: str) -> str | None
     return text
 
 
-def tuned_op(op: str, ops: tuple[str, ...] = OPS, model: str = "NCCL's tuner") -> str:
+def tuned_op(op: str, ops: tuple[str, ...] = TUNED_OPS, model: str = "NCCL's tuner") -> str:
     """commlab's name of a collective (``allreduce``, ``AllReduce`` and nccl-tests' spellings accepted), refused
     unless ``model`` costs it (``ops``: every collective NCCL's tuner models, or a model's subset)."""
     name = canonical_op(op)
     if name not in ops:
-        why = ("grouped send/recv in nccl-tests, which NCCL does not tune" if name not in OPS
+        why = ("grouped send/recv in nccl-tests, which NCCL does not tune" if name not in TUNED_OPS
                else "not one of them")
         raise CommlabError(f"{model} models {', '.join(ops)}; {name!r} is {why}")
     return name

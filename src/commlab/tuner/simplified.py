@@ -45,7 +45,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from commlab.cost.gpus import GPUS
+from commlab.hardware.gpus import GPUS
 from commlab.errors import CommlabError, check_choice
 from commlab.hardware import link
 from commlab.tuner import nccl_constants as K
@@ -54,7 +54,7 @@ from commlab.tuner.settings import canonical_name, enabled_names, log2i, ring_st
 
 ALGOS = ("Tree", "Ring")          # NCCL's loop order: on a tie the first pair wins
 PROTOS = K.PROTO_NAMES
-OPS = ("all_reduce", "all_gather", "reduce_scatter")
+SIMPLIFIED_OPS = ("all_reduce", "all_gather", "reduce_scatter")
 TRANSPORTS = ("nvlink", "pci")    # inside a node; between nodes it is always the network ("net")
 
 #: fraction of the bytes on the wire that are payload (tuning.cc:327-337)
@@ -86,7 +86,7 @@ def nccl_latency_us(op: str, algo: str, proto: str, n_ranks: int, n_nodes: int =
     >>> round(nccl_latency_us("all_reduce", "Ring", "Simple", 8), 6)     # 8.4 + 14 * 3.4
     56.0
     """
-    op, algo = tuned_op(op, OPS, _MODEL), canonical_name(algo, ALGOS, "algorithm")
+    op, algo = tuned_op(op, SIMPLIFIED_OPS, _MODEL), canonical_name(algo, ALGOS, "algorithm")
     proto = canonical_name(proto, PROTOS, "protocol")
     _check_ranks(n_ranks, n_nodes)
     check_choice("intra-node transport", transport, TRANSPORTS)
@@ -123,7 +123,7 @@ def nccl_algbw_GBps(op: str, algo: str, proto: str, n_ranks: int, bw_GBps: float
     >>> nccl_algbw_GBps("all_reduce", "Ring", "Simple", 8, 140.0)          # 140 * 8 / 14
     80.0
     """
-    op, algo = tuned_op(op, OPS, _MODEL), canonical_name(algo, ALGOS, "algorithm")
+    op, algo = tuned_op(op, SIMPLIFIED_OPS, _MODEL), canonical_name(algo, ALGOS, "algorithm")
     proto = canonical_name(proto, PROTOS, "protocol")
     _check_ranks(n_ranks, 1)
     if isinstance(bw_GBps, bool) or not (isinstance(bw_GBps, (int, float)) and math.isfinite(bw_GBps) and bw_GBps > 0):
@@ -203,7 +203,7 @@ def nccl_choose(op: str, nbytes, n_ranks: int, n_nodes: int = 1, transport: str 
     >>> nccl_choose("all_reduce", 1024, 128, n_nodes=16, algos="Ring").pair
     ('Ring', 'LL')
     """
-    op = tuned_op(op, OPS, _MODEL)
+    op = tuned_op(op, SIMPLIFIED_OPS, _MODEL)
     algo_list = tuple(a for a in enabled(algos, ALGOS, "algorithm", op) if a == "Ring" or op == "all_reduce")
     if not algo_list:
         raise CommlabError(f"no algorithm left for {op}: only Ring is modelled there, got algos={algos!r}")

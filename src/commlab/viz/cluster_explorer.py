@@ -21,7 +21,7 @@ from commlab.viz.style import INK, MUTED, use_book_style
 
 NODES = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 SIZES_NBYTES = tuple(2**k for k in range(3, 35, 1))
-OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
+EXPLORER_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all")
 
 
 def _bars(ax, result, algo: str, index: int) -> None:
@@ -97,7 +97,7 @@ def cluster_explorer(preset: str = "dgx-h100-ndr", nodes: int = 64, op: str = "a
         "preset": widgets.Dropdown(options=list(preset_names()), value=preset, description="cluster"),
         "nodes": widgets.SelectionSlider(options=list(NODES), value=nodes, description="nodes",
                                          continuous_update=False),
-        "op": widgets.Dropdown(options=list(OPS), value=op, description="collective"),
+        "op": widgets.Dropdown(options=list(EXPLORER_OPS), value=op, description="collective"),
         "algo": widgets.Dropdown(options=list(algorithms_for(op)), value=algo, description="algorithm"),
         "nbytes": choice_slider("size", SIZES_NBYTES, nbytes, size_label),
     }

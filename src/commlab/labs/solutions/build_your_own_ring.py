@@ -22,47 +22,15 @@ import statistics
 import time
 
 from commlab.labs.checking import Outcome, device_and_sync, run_checked
+from commlab.p2p import ring
 
-# --- the reference answers ---------------------------------------------------------------------------------
+# --- the reference answers: the ring of commlab.p2p.ring (one ring in the package), in the lab's signatures ----
 
-
-def _ring_step(buffer, tracer, step, send_c, recv_c, reduce):
-    """One step: send chunk send_c to the right while receiving chunk recv_c from the left, posted together."""
-    import torch
-    import torch.distributed as dist
-
-    rank, n = tracer.rank, tracer.n_ranks
-    right, left = (rank + 1) % n, (rank - 1) % n
-    target = tracer.chunk(buffer, recv_c)
-    incoming = torch.empty_like(target) if reduce else target
-    ops = [tracer.send_op(tracer.chunk(buffer, send_c), right, step=step, chunk=send_c, reduce=reduce),
-           dist.P2POp(dist.irecv, incoming, left)]
-    for request in dist.batch_isend_irecv(ops):
-        request.wait()
-    if reduce:
-        target.add_(incoming)
-
-
-def reduce_scatter_steps(buffer, tracer, first_step=0):
-    """The N-1 reduce-scatter steps, in place: afterwards chunk r of ``buffer`` is the sum on rank r."""
-    rank, n = tracer.rank, tracer.n_ranks
-    for s in range(n - 1):
-        _ring_step(buffer, tracer, first_step + s, (rank - s - 1) % n, (rank - s - 2) % n, reduce=True)
-
-
-def all_gather_steps(buffer, tracer, first_step=0):
-    """The N-1 all-gather steps, in place: rank r's chunk r goes round until every rank holds every chunk."""
-    rank, n = tracer.rank, tracer.n_ranks
-    for s in range(n - 1):
-        _ring_step(buffer, tracer, first_step + s, (rank - s) % n, (rank - s - 1) % n, reduce=False)
-
-
-def ring_all_reduce(x, tracer):
-    """The sum of every rank's ``x``: reduce-scatter (steps 0..N-2), then all-gather (steps N-1..2N-3)."""
-    buffer = x.clone()
-    reduce_scatter_steps(buffer, tracer, first_step=0)
-    all_gather_steps(buffer, tracer, first_step=tracer.n_ranks - 1)
-    return buffer
+reduce_scatter_steps = ring.reduce_scatter_steps
+all_gather_steps = ring.all_gather_steps
+ring_reduce_scatter = ring.ring_reduce_scatter
+ring_all_gather = ring.ring_all_gather
+ring_all_reduce = ring.ring_all_reduce
 
 
 def reduce_scatter_steps_wrong_chunk(buffer, tracer, first_step=0):
@@ -70,25 +38,7 @@ def reduce_scatter_steps_wrong_chunk(buffer, tracer, first_step=0):
     the all-gather's index, instead of (r - s - 1) mod N; everything else as :func:`reduce_scatter_steps`."""
     rank, n = tracer.rank, tracer.n_ranks
     for s in range(n - 1):
-        _ring_step(buffer, tracer, first_step + s, (rank - s) % n, (rank - s - 2) % n, reduce=True)
-
-
-# --- the wrappers the lab gives (the same in the notebook) ------------------------------------------------
-
-
-def ring_reduce_scatter(x, tracer):
-    """This rank's chunk of the sum of every rank's ``x`` (what ``dist.reduce_scatter`` gives rank r)."""
-    buffer = x.clone()
-    reduce_scatter_steps(buffer, tracer)
-    return tracer.chunk(buffer, tracer.rank).clone()
-
-
-def ring_all_gather(chunk, tracer):
-    """The whole buffer (``tracer.length`` elements), rank r contributing ``chunk`` as chunk r."""
-    buffer = chunk.new_zeros(tracer.length)
-    tracer.chunk(buffer, tracer.rank).copy_(chunk)
-    all_gather_steps(buffer, tracer)
-    return buffer
+        ring.ring_step(buffer, tracer, first_step + s, (rank - s) % n, (rank - s - 2) % n, reduce=True)
 
 
 KINDS = {"reduce_scatter": ring_reduce_scatter, "all_gather": ring_all_gather, "all_reduce": ring_all_reduce}
