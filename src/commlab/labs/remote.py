@@ -200,7 +200,7 @@ def _grader_tensors(value, found: list) -> None:
 _P2P = ("send", "recv", "isend", "irecv", "batch_isend_irecv")
 _COLLECTIVES = ("broadcast", "all_reduce", "reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter",
                 "reduce_scatter_tensor", "gather", "scatter", "all_to_all", "all_to_all_single", "barrier",
-                "monitored_barrier")
+                "monitored_barrier", "all_gather_single", "reduce_scatter_single")
 
 
 class Relay:

@@ -57,6 +57,14 @@ def _plain(value):
     return value
 
 
+def _reply(sock: socket.socket) -> dict:
+    """The grader's answer to a relayed call (pickled by the grader: trusted here)."""
+    import pickle
+
+    kind, body = wire.recv_frame(sock, "PJ")
+    return pickle.loads(body) if kind == "P" else wire.decode(*wire.split(body))
+
+
 def _copy_back(tensors: list, finals: list) -> None:
     for mine, final in zip(tensors, finals):
         if mine.shape == final.shape:
@@ -70,7 +78,7 @@ def _relay(name: str, args: tuple, kwargs: dict):
     _tensors((args, kwargs), tensors)
     sock = _conn()
     wire.send_value(sock, {"dist": name, "args": _plain(args), "kwargs": _plain(kwargs)})
-    reply = wire.recv_value(sock)
+    reply = _reply(sock)
     if "refused" in reply:
         raise RuntimeError(reply["refused"])
     if "handles" in reply:                     # asynchronous: the tensors are filled when the request is waited on
@@ -90,7 +98,7 @@ class Work:
         if not self.done:
             sock = _conn()
             wire.send_value(sock, {"dist": "wait", "handle": self.handle})
-            reply = wire.recv_value(sock)
+            reply = _reply(sock)
             if "refused" in reply:
                 raise RuntimeError(reply["refused"])
             _copy_back(self.tensors, reply.get("tensors", []))
@@ -113,7 +121,7 @@ class P2POp:
 
 _RELAYED = ("send", "recv", "isend", "irecv", "batch_isend_irecv", "broadcast", "all_reduce", "reduce", "all_gather",
             "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "gather", "scatter", "all_to_all",
-            "all_to_all_single", "barrier", "monitored_barrier")
+            "all_to_all_single", "barrier", "monitored_barrier", "all_gather_single", "reduce_scatter_single")
 _REFUSED = ("all_gather_object", "broadcast_object_list", "gather_object", "scatter_object_list", "send_object_list",
             "recv_object_list", "init_process_group", "new_group", "destroy_process_group")
 
@@ -162,7 +170,7 @@ def _relay_tracer_class():
             sock = _conn()
             wire.send_value(sock, {"dist": "record", "args": [dst], "kwargs": {"step": step, "chunk": chunk,
                                                                                 "reduce": reduce}})
-            reply = wire.recv_value(sock)
+            reply = _reply(sock)
             if "refused" in reply:
                 raise RuntimeError(reply["refused"])
 
