@@ -194,19 +194,34 @@ class _LabRun:
         from commlab.labs import sandbox
 
         limits = sandbox.Limits(**self.spec["limits"]) if self.spec.get("limits") else sandbox.Limits()
-        (self.work / "chan").mkdir()
         world = self.entry.max_ranks
         log = open(self.spec["log"], "ab")
         try:
             for rank in range(max(1, world)):
                 home = self.work / f"home{rank}"
                 _copy_student(Path(self.module).parent, home)
-                args = [str(self.work / "chan" / f"{rank}.sock"), self.entry.name,
-                        str(home / Path(self.module).name), str(rank), str(world)]
+                channel = Path(self.channel.path(rank)).parent
+                channel.mkdir(parents=True)
+                args = [str(channel / "sock"), self.entry.name, str(home / Path(self.module).name), str(rank),
+                        str(world)]
                 self.boxes.append(sandbox.start("commlab.labs.sandboxed", args, package=Path(self.spec["package"]),
-                                                home=home, channel=self.work / "chan", log=log, limits=limits))
+                                                home=home, channel=channel, log=log, limits=limits))
         finally:
             log.close()
+
+    def wait_ready(self) -> str:
+        """'' once every sandbox listens (the student's module imported), else why not: a process that ended."""
+        while time.time() < self.deadline:
+            if all(Path(self.channel.path(r)).is_socket() for r in range(len(self.boxes))):
+                return ""
+            for box in self.boxes:
+                status = box.process.poll()
+                if status is not None:
+                    how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
+                    return (f"{Path(self.module).name}: the student's process {how} while the module was imported "
+                            "(before it could answer a single call)")
+            time.sleep(0.05)
+        return self.timed_out_problem()
 
     def kill(self) -> None:
         for box in self.boxes:
@@ -221,12 +236,15 @@ class _LabRun:
 
         self.start_boxes()
         start = time.perf_counter()
+        ended = self.wait_ready()
+        if ended:
+            return self.fail_rest(ended, time.perf_counter() - start)
         try:
             hello = remote.hello(self.channel)
         except remote.GradingTimeout:
             return self.fail_rest(self.timed_out_problem(), time.perf_counter() - start)
-        except (EOFError, OSError, CommlabError) as exc:
-            return self.fail_rest(f"the student's process did not answer ({type(exc).__name__}: {exc})",
+        except Exception as exc:  # noqa: BLE001 - whatever the student's process did instead of answering
+            return self.fail_rest(f"the student's process did not answer the grader ({type(exc).__name__}: {exc})",
                                   time.perf_counter() - start)
         if not hello.get("loaded"):
             return self.fail_rest(str(hello.get("error", "the module does not import")), time.perf_counter() - start)

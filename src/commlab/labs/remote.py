@@ -45,14 +45,15 @@ def _exception(name: str, message: str, not_implemented: bool) -> BaseException:
 
 @dataclass(frozen=True)
 class Channel:
-    """Where a lab's sandboxes listen (``<folder>/<rank>.sock``) and when the lab's time is up."""
+    """Where a lab's sandboxes listen (``<folder>/<rank>/sock``, a folder per rank: the ranks of one student
+    share nothing but the grader) and when the lab's time is up."""
 
     folder: str
     deadline: float                       # time.time() at which the lab's time is up
     collectives: bool = True              # False: the task is built from send/recv, a collective is refused
 
     def path(self, rank: int) -> str:
-        return str(Path(self.folder) / f"{rank}.sock")
+        return str(Path(self.folder) / str(rank) / "sock")
 
     def left_s(self) -> float:
         left = self.deadline - time.time()

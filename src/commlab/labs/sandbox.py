@@ -44,7 +44,7 @@ HIDDEN = ("labs/solutions", "labs/checks", "exercises", "labs/grade.py", "labs/g
 class Limits:
     """The limits of one sandbox (each process in it, for the rlimits)."""
 
-    memory_bytes: int = 4 * 2**30          # address space of one process (torch alone maps about 1.5 GiB)
+    memory_bytes: int = 2 * 2**30          # address space of one process (importing torch maps about 0.7 GiB)
     cpu_s: int = 600                       # CPU seconds of one process
     file_bytes: int = 64 * 2**20           # the largest file it may write (its log included)
     open_files: int = 256
@@ -149,11 +149,11 @@ def _system_binds() -> list[str]:
 
 
 def python_command(package_root: str, script: str, args: list[str]) -> list[str]:
-    """``python -I -c`` with ``package_root`` first on sys.path (isolated: no PYTHONPATH, no user site, no
+    """``python -I -u -c`` with ``package_root`` first on sys.path (unbuffered; isolated: no PYTHONPATH, no user site, no
     current folder)."""
     boot = f"import sys; sys.path.insert(0, {package_root!r}); sys.argv = [{script!r}] + sys.argv[1:]; " \
            f"import runpy; runpy.run_module({script!r}, run_name='__main__', alter_sys=True)"
-    return [sys.executable, "-I", "-c", boot, *args]
+    return [sys.executable, "-I", "-u", "-c", boot, *args]
 
 
 @dataclass
