@@ -346,3 +346,52 @@ def test_a_student_who_kills_everything_fails_alone(graded):
     rows = _rows(graded)
     verdicts = _public(rows, "p_kills_the_grader", "ring_vs_tree")
     assert verdicts and not any(r["passed"] for r in verdicts)
+
+
+FORGED_RING = '''
+import torch.distributed as dist
+
+
+def _claim_the_ring(tracer, first_step=0, reduce=True, n_steps=None):
+    n, r = tracer.n_ranks, tracer.rank
+    for s in range(n_steps or n - 1):
+        tracer.record((r + 1) % n, step=first_step + s, chunk=(r - s - (1 if reduce else 0)) % n, reduce=reduce)
+
+
+def reduce_scatter_steps(buffer, tracer, first_step=0):
+    _claim_the_ring(tracer, first_step, True)        # the record of a ring ...
+    dist.all_reduce(buffer)                          # ... and a collective doing the work
+
+
+def all_gather_steps(buffer, tracer, first_step=0):
+    _claim_the_ring(tracer, first_step, False)       # a record, and nothing sent at all
+
+
+def ring_all_reduce(x, tracer):
+    out = x.clone()
+    _claim_the_ring(tracer, 0, True)
+    _claim_the_ring(tracer, tracer.n_ranks - 1, False)
+    dist.all_reduce(out)
+    return out
+'''
+
+
+def test_a_forged_trace_with_a_collective_fails_and_an_honest_ring_passes(tmp_path, no_child_left):
+    klass = tmp_path / "class"
+    (klass / "honest").mkdir(parents=True)
+    (klass / "honest" / "build_your_own_ring.py").write_text(honest_source("build_your_own_ring"))
+    (klass / "forger").mkdir()
+    (klass / "forger" / "build_your_own_ring.py").write_text(FORGED_RING)
+    env = {k: v for k, v in os.environ.items() if k not in ("COMMLAB_LAB_SOLUTIONS", "COMMLAB_LABS_MINE")}
+    done = subprocess.run([sys.executable, "-m", "commlab", "labs", "check", "build_your_own_ring", "--class",
+                           str(klass), "--jobs", "2", "--timeout", "120", "--json"],
+                          capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(done.stdout)["results"]
+    honest = [r for r in rows if r["learner"] == "honest"]
+    assert honest and all(r["passed"] for r in honest), honest
+    forged = {r["task"]: r["problem"] for r in rows if r["learner"] == "forger" and r["kind"] == "public"}
+    assert set(forged) == {"reduce_scatter_steps", "all_gather_steps", "ring_all_reduce"}
+    assert "refuses collectives" in forged["reduce_scatter_steps"], forged
+    assert "no message of" in forged["all_gather_steps"], forged
+    assert "refuses collectives" in forged["ring_all_reduce"] or "no message of" in forged["ring_all_reduce"]

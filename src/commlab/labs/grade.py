@@ -264,7 +264,7 @@ class _LabRun:
                 problem, seconds, timed_out = _run_one(task.name, lambda: drawn(*fns, seed=seed))
                 if timed_out:
                     return self.fail_rest(self.timed_out_problem(), seconds)
-                rows.append((f"{task.name} (cases drawn from seed {seed})", "drawn", problem, seconds))
+                rows.append((f"{task.name} (drawn)", "drawn", problem, seconds))
             ok = all(not p for _, _, p, _ in rows)
             for i, (name, kind, problem, seconds) in enumerate(rows):
                 possible = float(task.points) if i == 0 else 0.0

@@ -59,7 +59,7 @@ def widths(results: Iterable, learners: Iterable[str | None], labs: Iterable[str
     """Column widths that show every name whole: (student, lab, task)."""
     from commlab.labs import registry
 
-    tasks = [t.name for lab in labs for t in registry.lab(lab).tasks] + [r.task for r in results]
+    tasks = [t.name + " (drawn)" for lab in labs for t in registry.lab(lab).tasks] + [r.task for r in results]
     return (max([len(printable(n)) for n in learners if n] + [7]),
             max([len(n) for n in labs] + [3]),
             max([len(printable(t)) for t in tasks] + [4]))
