@@ -31,7 +31,8 @@ def write_honest(folder: Path, labs=None) -> Path:
 
 def wrong_functions() -> dict:
     """{lab: (the text of a wrong function, the task it breaks)} of tests/dist/test_lab_learner_code.py."""
-    spec = importlib.util.spec_from_file_location("lab_learner_code", Path(__file__).with_name("test_lab_learner_code.py"))
+    path = Path(__file__).with_name("test_lab_learner_code.py")
+    spec = importlib.util.spec_from_file_location("lab_learner_code", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.WRONG

@@ -104,8 +104,10 @@ def test_code_that_does_not_import_or_hangs_fails_its_own_lab_only(tmp_path):
     done = commlab("check", "ring_vs_tree", "topology", "bandwidth_sweep", "--mine", str(carl), "--timeout", "8")
     assert done.returncode == 1, (done.stdout + done.stderr)[-3000:]
     lines = done.stdout.splitlines()
-    assert all("ring_vs_tree.py does not import: SyntaxError" in line for line in lines if line.startswith("ring_vs_tree"))
-    assert all("the checks of topology did not finish within 8 s" in line for line in lines if line.startswith("topology"))
+    assert all("ring_vs_tree.py does not import: SyntaxError" in line
+               for line in lines if line.startswith("ring_vs_tree"))
+    assert all("the checks of topology did not finish within 8 s" in line
+               for line in lines if line.startswith("topology"))
     assert all(line.split()[2] == "pass" for line in lines if line.startswith("bandwidth_sweep"))
     n_tasks = sum(len(registry.lab(lab).tasks) for lab in ("ring_vs_tree", "topology", "bandwidth_sweep"))
     passed = sum(line.split()[2] == "pass" for line in lines[:-1] if line.startswith("bandwidth_sweep"))

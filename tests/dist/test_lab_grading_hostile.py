@@ -80,7 +80,8 @@ def _probes(klass: Path, junit: Path) -> dict[str, dict[str, str]]:
             def predict_crossover_nbytes(n, a, b):
                 return crossover_nbytes("ring", "tree", n, a, b)
             def faster_algorithm(s, n, a, b):
-                return "tree" if all_reduce_time_s("tree", s, n, a, b) < all_reduce_time_s("ring", s, n, a, b) else "ring"
+                tree, ring = all_reduce_time_s("tree", s, n, a, b), all_reduce_time_s("ring", s, n, a, b)
+                return "tree" if tree < ring else "ring"
             """)},
         "p_answer_key": {"nccl_debug_multinode": textwrap.dedent("""\
             from commlab.labs.checks.nccl_debug_multinode import ANSWER_KEY
@@ -173,7 +174,7 @@ def _probes(klass: Path, junit: Path) -> dict[str, dict[str, str]]:
         "p_children_hold_pipes": {"ring_vs_tree": ring_right + spawn + "HOLDER = subprocess.Popen(CHILD, "
                                                                         "stdout=sys.stdout, stderr=sys.stderr)\n"},
         "p_big_allocation": {"ring_vs_tree": ring_right + "\nBLOCK = bytearray(2 * 2**30)\n"},
-        "p_hangs_at_import": {lab: "while True:\n    pass\n" for lab in LABS},
+        "p_hangs_at_import": dict.fromkeys(LABS, "while True:\n    pass\n"),
         "p_environment": {"ring_vs_tree": textwrap.dedent("""\
             import os
             def ring_time_s(*a):

@@ -90,7 +90,8 @@ def _learners(args) -> tuple[list[tuple[str | None, Path]], list[str]]:
     root = Path(args.klass)
     if not root.is_dir():
         raise CommlabError(f"--class {args.klass!r} is not a folder")
-    learners, notes = [], []
+    learners: list[tuple[str | None, Path]] = []
+    notes: list[str] = []
     for p in sorted(root.iterdir()):
         if p.name.startswith("."):
             notes.append(f"skipped {p.name!r}: a hidden entry (its name starts with a dot)")

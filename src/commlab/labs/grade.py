@@ -33,8 +33,9 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from commlab.errors import CommlabError
 from commlab.labs import registry
@@ -80,7 +81,7 @@ class Options:
     seed: int | None = None
     checks_dir: str | None = None
     logs_dir: str | None = None
-    limits: object = None            # commlab.labs.sandbox.Limits (default limits when None)
+    limits: Any = None               # commlab.labs.sandbox.Limits (default limits when None)
 
     def __post_init__(self):
         for name in ("timeout_s", "student_timeout_s"):
@@ -145,13 +146,13 @@ def _problem_of(found) -> str:
     return str(getattr(found, "problem", found))
 
 
-def _run_one(label: str, call: Callable[[], object]) -> tuple[str, float, bool]:
-    """(problem, seconds, timed_out) of one check."""
+def _run_one(label: str, check: Callable, *args, **kwargs) -> tuple[str, float, bool]:
+    """(problem, seconds, timed_out) of ``check(*args, **kwargs)``."""
     from commlab.labs.remote import GradingTimeout
 
     start = time.perf_counter()
     try:
-        problem = _problem_of(call())
+        problem = _problem_of(check(*args, **kwargs))
         timed_out = False
     except GradingTimeout:
         problem, timed_out = "", True
@@ -195,8 +196,7 @@ class _LabRun:
 
         limits = sandbox.Limits(**self.spec["limits"]) if self.spec.get("limits") else sandbox.Limits()
         world = self.entry.max_ranks
-        log = open(self.spec["log"], "ab")
-        try:
+        with open(self.spec["log"], "ab") as log:
             for rank in range(max(1, world)):
                 home = self.work / f"home{rank}"
                 _copy_student(Path(self.module).parent, home)
@@ -206,8 +206,6 @@ class _LabRun:
                         str(world)]
                 self.boxes.append(sandbox.start("commlab.labs.sandboxed", args, package=Path(self.spec["package"]),
                                                 home=home, channel=channel, log=log, limits=limits))
-        finally:
-            log.close()
 
     def wait_ready(self) -> str:
         """'' once every sandbox listens (the student's module imported), else why not: a process that ended."""
@@ -255,13 +253,13 @@ class _LabRun:
             channel = dataclasses.replace(self.channel, collectives=task.collectives)
             fns = remote.remote_functions(channel, task.functions, functions)
             check = getattr(checks, task.check)
-            problem, seconds, timed_out = _run_one(task.name, lambda: check(*fns))
+            problem, seconds, timed_out = _run_one(task.name, check, *fns)
             if timed_out:
                 return self.fail_rest(self.timed_out_problem(), seconds)
             rows = [(task.name, "public", problem, seconds)]
             drawn = getattr(checks, f"drawn_{task.check}", None)
             if drawn is not None:
-                problem, seconds, timed_out = _run_one(task.name, lambda: drawn(*fns, seed=seed))
+                problem, seconds, timed_out = _run_one(task.name, drawn, *fns, seed=seed)
                 if timed_out:
                     return self.fail_rest(self.timed_out_problem(), seconds)
                 rows.append((f"{task.name} (drawn)", "drawn", problem, seconds))
@@ -276,7 +274,7 @@ class _LabRun:
             except (TypeError, ValueError):
                 wanted = []
             fns = remote.remote_functions(self.channel, wanted, functions)
-            problem, seconds, timed_out = _run_one(name, lambda: fn(*fns))
+            problem, seconds, timed_out = _run_one(name, fn, *fns)
             if timed_out:
                 return self.fail_rest(self.timed_out_problem(), seconds)
             self.add(Graded(self.learner, self.entry.name, name, not problem, problem, seconds, self.module,

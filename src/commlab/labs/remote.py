@@ -123,7 +123,7 @@ class RemoteFunction:
             if dist.is_available() and dist.is_initialized():
                 rank, world = dist.get_rank(), dist.get_world_size()
                 relay = Relay(self.channel.collectives)
-        tracers = {}
+        tracers: dict = {}
         sent_args = _stand_ins(args, tracers)
         with self.channel.connect(rank) as sock:
             request = {"op": "call", "fn": self.__name__, "rank": rank, "world": world,
@@ -141,7 +141,7 @@ class RemoteFunction:
                         raise wire.WireError("the sandbox asked for torch.distributed outside a group")
                     wire.send_frame(sock, "P", pickle.dumps(relay.run(answer, tracers),
                                                             protocol=pickle.HIGHEST_PROTOCOL))
-            except socket.timeout:
+            except TimeoutError:
                 raise GradingTimeout(f"{self.__name__} did not answer before the lab's time was up") from None
             except EOFError:
                 raise RuntimeError(f"{self.__name__}: the student's process ended during the call (it exited or "

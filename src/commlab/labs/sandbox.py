@@ -149,8 +149,8 @@ def _system_binds() -> list[str]:
 
 
 def python_command(package_root: str, script: str, args: list[str]) -> list[str]:
-    """``python -I -u -c`` with ``package_root`` first on sys.path (unbuffered; isolated: no PYTHONPATH, no user site, no
-    current folder)."""
+    """``python -I -u -c`` with ``package_root`` first on sys.path (unbuffered; isolated: no PYTHONPATH, no user
+    site, no current folder)."""
     boot = f"import sys; sys.path.insert(0, {package_root!r}); sys.argv = [{script!r}] + sys.argv[1:]; " \
            f"import runpy; runpy.run_module({script!r}, run_name='__main__', alter_sys=True)"
     return [sys.executable, "-I", "-u", "-c", boot, *args]

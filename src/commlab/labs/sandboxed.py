@@ -151,11 +151,11 @@ def install_relay(rank: int, world: int) -> None:
         setattr(dist, name, _stand_in(name))
     for name in _REFUSED:
         setattr(dist, name, _refused(name))
-    dist.P2POp = P2POp
-    dist.is_initialized = lambda: _STATE.get("world") is not None
-    dist.get_rank = lambda group=None: _STATE["rank"]
-    dist.get_world_size = lambda group=None: _STATE["world"]
-    dist.get_backend = lambda group=None: "gloo"
+    stand_ins = {"P2POp": P2POp, "is_initialized": lambda: _STATE.get("world") is not None,
+                 "get_rank": lambda group=None: _STATE["rank"], "get_world_size": lambda group=None: _STATE["world"],
+                 "get_backend": lambda group=None: "gloo"}
+    for name, value in stand_ins.items():
+        setattr(dist, name, value)
     _STATE.update(rank=rank, world=world)
 
 

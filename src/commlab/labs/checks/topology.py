@@ -93,5 +93,6 @@ def drawn_choose_groups(fn, seed: int) -> Outcome:
     machines = {}
     for name in MACHINES:
         order = tuple(int(i) for i in rng.permutation(8))
-        machines[f"{name}, GPUs renumbered {' '.join(map(str, order))}"] = lab.sub_topology(topology.example(name), order)
+        renumbered = lab.sub_topology(topology.example(name), order)
+        machines[f"{name}, GPUs renumbered {' '.join(map(str, order))}"] = renumbered
     return choose_groups(fn, machines)
