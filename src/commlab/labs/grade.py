@@ -173,7 +173,7 @@ class _LabRun:
         self.entry = registry.lab(spec["lab"])
         self.learner = spec["learner"]
         self.module = spec["module"]
-        self.timeout_s = float(spec["timeout_s"])
+        self.timeout_s = round(float(spec["timeout_s"]), 1)
         self.deadline = time.time() + self.timeout_s
         self.rows: list[Graded] = []
         self.lock = threading.Lock()
@@ -196,21 +196,20 @@ class _LabRun:
 
         limits = sandbox.Limits(**self.spec["limits"]) if self.spec.get("limits") else sandbox.Limits()
         world = self.entry.max_ranks
+        channels = Path(self.channel.folder)
+        for rank in range(max(1, world)):
+            (channels / str(rank)).mkdir(parents=True)
+        home = self.work / "home"
+        _copy_student(Path(self.module).parent, home)
+        args = [str(channels), self.entry.name, str(home / Path(self.module).name), str(world)]
         with open(self.spec["log"], "ab") as log:
-            for rank in range(max(1, world)):
-                home = self.work / f"home{rank}"
-                _copy_student(Path(self.module).parent, home)
-                channel = Path(self.channel.path(rank)).parent
-                channel.mkdir(parents=True)
-                args = [str(channel / "sock"), self.entry.name, str(home / Path(self.module).name), str(rank),
-                        str(world)]
-                self.boxes.append(sandbox.start("commlab.labs.sandboxed", args, package=Path(self.spec["package"]),
-                                                home=home, channel=channel, log=log, limits=limits))
+            self.boxes.append(sandbox.start("commlab.labs.sandboxed", args, package=Path(self.spec["package"]),
+                                            home=home, channel=channels, log=log, limits=limits))
 
     def wait_ready(self) -> str:
         """'' once every sandbox listens (the student's module imported), else why not: a process that ended."""
         while time.time() < self.deadline:
-            if all(Path(self.channel.path(r)).is_socket() for r in range(len(self.boxes))):
+            if all(Path(self.channel.path(r)).is_socket() for r in range(max(1, self.entry.max_ranks))):
                 return ""
             for box in self.boxes:
                 status = box.process.poll()

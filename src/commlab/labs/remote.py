@@ -45,8 +45,8 @@ def _exception(name: str, message: str, not_implemented: bool) -> BaseException:
 
 @dataclass(frozen=True)
 class Channel:
-    """Where a lab's sandboxes listen (``<folder>/<rank>/sock``, a folder per rank: the ranks of one student
-    share nothing but the grader) and when the lab's time is up."""
+    """Where a lab's sandbox listens, one socket per rank (``<folder>/<rank>/sock``), and when the lab's time
+    is up."""
 
     folder: str
     deadline: float                       # time.time() at which the lab's time is up
@@ -264,7 +264,7 @@ class Relay:
             handles, indices = [], []
             for i, work in enumerate(works):
                 handle = len(self.works)
-                self.works[handle] = (work, [ops[i]["tensor"]])
+                self.works[handle] = (work, [ops[i]["tensor"]] if ops[i]["p2p"] == "irecv" else [])
                 handles.append(handle)
                 indices.append([i])
             return {"handles": handles, "indices": indices}
@@ -273,11 +273,12 @@ class Relay:
             if isinstance(args[0], torch.Tensor) and dst is not None:
                 self.sent[(int(dst), args[0].numel())] += 1
         value = getattr(dist, name)(*args, **kwargs)
+        written = [] if name in ("send", "isend", "barrier", "monitored_barrier") else tensors   # what comes back
         if name in ("isend", "irecv") or kwargs.get("async_op"):
             handle = len(self.works)
-            self.works[handle] = (value, tensors)
-            return {"handles": [handle], "indices": [list(range(len(tensors)))]}
-        return {"tensors": tensors, "value": value if isinstance(value, (int, type(None))) else None}
+            self.works[handle] = (value, written)
+            return {"handles": [handle], "indices": [list(range(len(written)))]}
+        return {"tensors": written, "value": value if isinstance(value, (int, type(None))) else None}
 
     def _wait(self, handle: int) -> dict:
         work, tensors = self.works[handle]

@@ -1,8 +1,9 @@
 """What runs inside a student's sandbox while a lab is graded: the student's module, served to the grader.
 
-The grader (:mod:`commlab.labs.remote`) starts one of these per rank a lab needs (``python -I -c ...``, inside
-bubblewrap when it can, :mod:`commlab.labs.sandbox`). Each imports the student's ``<lab>.py`` once, listens on
-a Unix socket in a folder the grader gave it, and answers the grader's calls: ``call`` runs one of the
+The grader (:mod:`commlab.labs.remote`) starts this once per (student, lab) (``python -I -u -c ...``, inside
+bubblewrap when it can, :mod:`commlab.labs.sandbox`). It imports the student's ``<lab>.py`` once, forks one
+process per rank the lab needs, and each listens on a Unix socket of its own in the folder the grader gave it
+and answers the grader's calls: ``call`` runs one of the
 student's functions on the arguments the grader drew and sends back what it returned (or what it raised), and
 the final contents of every tensor it was given (a function may fill its arguments in place).
 
@@ -246,27 +247,15 @@ def _serve(sock: socket.socket, module, loaded: dict) -> None:
         _STATE.pop("sock", None)
 
 
-def main(channel: str, lab: str, module_path: str, rank: int, world: int) -> int:
-    """Import the student's module and answer the grader on ``channel`` (a Unix socket path) until killed."""
-    from commlab.labs import mine
-
-    if world:
-        install_relay(rank, world)
-    loaded: dict = {}
-    module = None
-    try:
-        module = mine.load_module(Path(module_path), lab)
-        loaded = {"loaded": True, "functions": {n: _signature(f) for n, f in vars(module).items()
-                                                 if callable(f) and not n.startswith("_")}}
-    except mine.LearnerCodeError as exc:
-        loaded = {"loaded": False, "error": str(exc)[:4000]}
-    except BaseException as exc:  # noqa: BLE001 - a module that does not import is the student's to fix
-        loaded = {"loaded": False, "error": f"{module_path} does not import: {type(exc).__name__}: {exc}"[:4000]}
-    sys.stdout.flush()
+def _listen(path: str) -> socket.socket:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(channel + ".tmp")
+    server.bind(path + ".tmp")
     server.listen(4)
-    os.rename(channel + ".tmp", channel)       # the grader connects once the path exists
+    os.rename(path + ".tmp", path)             # the grader connects once the path exists
+    return server
+
+
+def _serve_forever(server: socket.socket, module, loaded: dict) -> None:
     while True:
         conn, _ = server.accept()
         with conn:
@@ -278,5 +267,32 @@ def main(channel: str, lab: str, module_path: str, rank: int, world: int) -> int
             sys.stderr.flush()
 
 
+def main(channels: str, lab: str, module_path: str, world: int) -> int:
+    """Import the student's module once, then answer the grader on ``<channels>/<rank>/sock`` for every rank
+    (one process per rank, forked after the import) until the sandbox is ended."""
+    from commlab.labs import mine
+
+    if world:
+        install_relay(0, world)
+    loaded: dict = {}
+    module = None
+    try:
+        module = mine.load_module(Path(module_path), lab)
+        loaded = {"loaded": True, "functions": {n: _signature(f) for n, f in vars(module).items()
+                                                 if callable(f) and not n.startswith("_")}}
+    except mine.LearnerCodeError as exc:
+        loaded = {"loaded": False, "error": str(exc)[:4000]}
+    except BaseException as exc:  # noqa: BLE001 - a module that does not import is the student's to fix
+        loaded = {"loaded": False, "error": f"{module_path} does not import: {type(exc).__name__}: {exc}"[:4000]}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for rank in range(1, max(1, world)):
+        if os.fork() == 0:
+            _STATE.update(rank=rank)
+            _serve_forever(_listen(str(Path(channels) / str(rank) / "sock")), module, loaded)
+    _serve_forever(_listen(str(Path(channels) / "0" / "sock")), module, loaded)
+    return 0
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])))
+    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
