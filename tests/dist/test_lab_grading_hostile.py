@@ -181,6 +181,15 @@ def _probes(klass: Path, junit: Path) -> dict[str, dict[str, str]]:
                 raise RuntimeError("my environment: " + repr(dict(os.environ)))
             """)},
     }
+    if BWRAP and sandbox.cgroups_work():  # a fork bomb: only where a pids cgroup caps it and a namespace ends it
+        probes["p_fork_bomb"] = {"ring_vs_tree": textwrap.dedent("""\
+            import os, time
+            while True:
+                try:
+                    os.fork()
+                except OSError:
+                    time.sleep(0.05)
+            """)}
     if BWRAP:  # killing everything it can see: only where a PID namespace holds it (never without one)
         probes["p_kills_the_grader"] = {"ring_vs_tree": textwrap.dedent("""\
             import os, signal
@@ -340,6 +349,14 @@ def test_the_gradebook_has_a_row_per_student_and_points_per_lab(graded):
     assert float(by_name["ada"][-2]) == full and float(by_name["p_imports_reference"][-2]) == 0.0
     assert (graded["root"] / "feedback" / "p_answers_from_cost.txt").read_text().count("FAILED") >= 1
     assert "all passed" in (graded["root"] / "logs" / "p_writes_results_then_exits" / "ring_vs_tree.log").read_text()
+
+
+@pytest.mark.skipif(not (BWRAP and sandbox.cgroups_work()), reason="a fork bomb is only safe in a pids cgroup")
+def test_a_fork_bomb_is_capped_and_fails_alone(graded):
+    rows = _rows(graded)
+    verdicts = _public(rows, "p_fork_bomb", "ring_vs_tree")
+    assert verdicts and not any(r["passed"] for r in verdicts) and all(r["status"] == "fail" for r in verdicts)
+    assert not list(Path("/sys/fs/cgroup/pids").glob("commlab-*"))          # its cgroup is gone too
 
 
 @pytest.mark.skipif(not BWRAP, reason="killing every process it can see is only safe inside a PID namespace")

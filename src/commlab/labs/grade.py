@@ -204,7 +204,8 @@ class _LabRun:
         args = [str(channels), self.entry.name, str(home / Path(self.module).name), str(world)]
         with open(self.spec["log"], "ab") as log:
             self.boxes.append(sandbox.start("commlab.labs.sandboxed", args, package=Path(self.spec["package"]),
-                                            home=home, channel=channels, log=log, limits=limits))
+                                            home=home, channel=channels, log=log, limits=limits,
+                                            name=self.spec.get("cgroup_prefix", "commlab-sandbox-")))
 
     def wait_ready(self) -> str:
         """'' once every sandbox listens (the student's module imported), else why not: a process that ended."""
@@ -343,7 +344,7 @@ def _run_child(spec: dict, wait_s: float, work: Path) -> tuple[list[Graded] | No
 
 
 def _grade_student(learner, folder: Path, labs: list[str], options: Options, package: Path, work: Path,
-                   seed: int, on_result) -> list[Graded]:
+                   seed: int, on_result, prefix: str = "commlab-sandbox-") -> list[Graded]:
     found: list[Graded] = []
     student_deadline = time.time() + options.student_timeout_s
     for name in labs:
@@ -361,7 +362,8 @@ def _grade_student(learner, folder: Path, labs: list[str], options: Options, pac
             spec = {"lab": name, "learner": learner, "module": str(module), "timeout_s": timeout_s,
                     "work": str(work), "package": str(package), "seed": seed, "checks": options.checks_dir,
                     "log": str(logs / f"{name}.log"), "out": str(work / f"out-{secrets.token_hex(6)}.json"),
-                    "limits": asdict(options.limits) if options.limits is not None else None}
+                    "limits": asdict(options.limits) if options.limits is not None else None,
+                    "cgroup_prefix": prefix}
             done, last, timed_out = _run_child(spec, timeout_s + GRACE_S, work)
             rows = done or []
             missing = [t for t in entry.tasks if t.name not in {r.task for r in rows}]
@@ -399,11 +401,12 @@ def grade_class(students: list[tuple[str | None, Path]], labs: list[str], option
 
     work = Path(tempfile.mkdtemp(prefix="commlab-class-"))
     os.chmod(work, 0o700)
+    prefix = f"commlab-{secrets.token_hex(4)}-"
     try:
         package = sandbox.package_copy(work / "package", {n: registry.lab(n).answers for n in labs}).parent
         with ThreadPoolExecutor(max_workers=options.jobs) as pool:
-            futures = [pool.submit(_grade_student, learner, folder, labs, options, package, work, seed, said)
-                       for learner, folder in students]
+            futures = [pool.submit(_grade_student, learner, folder, labs, options, package, work, seed, said,
+                                   prefix) for learner, folder in students]
             results = []
             for (learner, _), future in zip(students, futures):
                 results.append(future.result())
@@ -411,6 +414,7 @@ def grade_class(students: list[tuple[str | None, Path]], labs: list[str], option
                     with lock:
                         on_student(learner)
     finally:
+        sandbox.remove_cgroups(prefix)
         sandbox.remove_tree(work)
     return [row for rows in results for row in rows], seed
 

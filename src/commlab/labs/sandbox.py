@@ -48,10 +48,12 @@ class Limits:
     cpu_s: int = 600                       # CPU seconds of one process
     file_bytes: int = 64 * 2**20           # the largest file it may write (its log included)
     open_files: int = 256
-    processes: int = 64                    # enforced for a non-root user (RLIMIT_NPROC) and by a pids cgroup
+    processes: int = 128                   # processes and threads of the sandbox (a pids cgroup; RLIMIT_NPROC too
+                                           # for a user other than root)
+    sandbox_memory_bytes: int = 6 * 2**30  # all its processes together (a memory cgroup)
 
     def __post_init__(self):
-        for name in ("memory_bytes", "cpu_s", "file_bytes", "open_files", "processes"):
+        for name in ("memory_bytes", "cpu_s", "file_bytes", "open_files", "processes", "sandbox_memory_bytes"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 raise CommlabError(f"Limits.{name} must be a whole number > 0, got {value!r}")
@@ -68,11 +70,114 @@ def _limit(kind: int, value: int) -> None:
         pass
 
 
-def _preexec(limits: Limits):
+class Cgroups:
+    """The pids and memory cgroups of one sandbox, where this host lets the grader make them (cgroup v1 or v2,
+    below the grader's own); empty where it does not. Joined by the sandbox's first process before it starts,
+    so everything it starts is counted (threads too), and removed, with whatever is left in them, at the end."""
+
+    def __init__(self, limits: Limits, name: str):
+        self.paths: list[Path] = []
+        for controller, settings in (("pids", {"pids.max": str(limits.processes)}),
+                                     ("memory", {"memory.limit_in_bytes": str(limits.sandbox_memory_bytes),
+                                                 "memory.max": str(limits.sandbox_memory_bytes),
+                                                 "memory.swap.max": "0"})):
+            path = _make_cgroup(controller, name)
+            if path is None:
+                continue
+            written = False
+            for key, value in settings.items():
+                try:
+                    (path / key).write_text(value)
+                    written = True
+                except OSError:
+                    pass
+            if written:
+                self.paths.append(path)
+            else:
+                _remove_cgroup(path)
+
+    def join(self) -> None:
+        """In the sandbox's first process, before exec."""
+        for path in self.paths:
+            try:
+                (path / "cgroup.procs").write_text(str(os.getpid()))
+            except OSError:
+                pass
+
+    def remove(self) -> None:
+        for path in self.paths:
+            _remove_cgroup(path)
+        self.paths = []
+
+
+def _own_cgroup(controller: str) -> Path | None:
+    """Where this process sits in ``controller``'s hierarchy (v1), or in the unified one (v2)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, where = line.split(":", 2)
+        if controller in controllers.split(","):
+            base = Path("/sys/fs/cgroup") / controller
+            return base / where.lstrip("/") if base.is_dir() else None
+    for line in lines:
+        if line.startswith("0::"):
+            for base in (Path("/sys/fs/cgroup/unified"), Path("/sys/fs/cgroup")):
+                if (base / "cgroup.controllers").is_file():
+                    return base / line[3:].lstrip("/")
+    return None
+
+
+def _make_cgroup(controller: str, name: str) -> Path | None:
+    parent = _own_cgroup(controller)
+    if parent is None:
+        return None
+    path = parent / name
+    try:
+        path.mkdir()
+    except OSError:
+        return None
+    if (path / "cgroup.controllers").is_file() and controller not in (path / "cgroup.controllers").read_text():
+        _remove_cgroup(path)             # v2 without the controller delegated here
+        return None
+    return path
+
+
+def _remove_cgroup(path: Path) -> None:
+    import time
+
+    for _ in range(50):
+        try:
+            for pid in (path / "cgroup.procs").read_text().split():
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, PermissionError, ValueError):
+                    pass
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:
+            time.sleep(0.05)
+
+
+@functools.lru_cache(maxsize=1)
+def cgroups_work() -> bool:
+    """Whether this host lets the grader make a pids cgroup for a sandbox."""
+    probe = Cgroups(Limits(), f"commlab-probe-{os.getpid()}")
+    works = bool(probe.paths)
+    probe.remove()
+    return works
+
+
+def _preexec(limits: Limits, cgroups: Cgroups | None = None):
     def apply() -> None:
         import resource
 
         os.setsid()
+        if cgroups is not None:
+            cgroups.join()
         _limit(resource.RLIMIT_AS, limits.memory_bytes)
         _limit(resource.RLIMIT_CPU, limits.cpu_s)
         _limit(resource.RLIMIT_FSIZE, limits.file_bytes)
@@ -106,15 +211,19 @@ def bwrap_path() -> str | None:
 
 
 def isolation() -> tuple[str, list[str]]:
-    """("bubblewrap", []) or ("rlimits", what is not isolated, in sentences)."""
+    """("bubblewrap", ...) or ("rlimits", ...), and what is not isolated, in sentences."""
+    notes = [] if cgroups_work() else [
+        "no cgroup could be made here: the number of processes of a sandbox is not limited when the grader runs "
+        "as root (root ignores RLIMIT_NPROC), and memory is limited per process, not per sandbox"]
     if bwrap_path() is not None:
-        return "bubblewrap", []
+        return "bubblewrap" + (" and cgroups" if not notes else ""), notes
     why = ("bwrap is not installed (Debian: apt-get install bubblewrap)" if shutil.which("bwrap") is None
            else "bwrap cannot create namespaces on this host")
-    return "rlimits", [f"no sandbox: {why}; students run with limits, a clean environment and a process group of "
-                       "their own, but they can read every file this user can read (other students' copies, the "
-                       "grader's package), reach the network and other processes of this user, and a descendant "
-                       "that leaves its process group (setsid) outlives the lab"]
+    return "rlimits" + (" and cgroups" if not notes else ""), notes + [
+        f"no sandbox: {why}; students run with limits, a clean environment and a process group of their own, but "
+        "they can read every file this user can read (other students' copies, the grader's package), reach the "
+        "network and other processes of this user, and a descendant that leaves its process group (setsid) "
+        "outlives the lab unless a cgroup holds it"]
 
 
 def clean_env(extra: dict | None = None) -> dict:
@@ -158,13 +267,14 @@ def python_command(package_root: str, script: str, args: list[str]) -> list[str]
 
 @dataclass
 class Box:
-    """A started sandbox: its process (the leader of a process group) and how it was isolated."""
+    """A started sandbox: its process (the leader of a process group), how it was isolated, its cgroups."""
 
     process: subprocess.Popen
     kind: str
+    cgroups: Cgroups | None = None
 
     def kill(self) -> None:
-        """Everything in it: the process group (and, under bubblewrap, the PID namespace with it)."""
+        """Everything in it: the process group (under bubblewrap the PID namespace with it; and its cgroups)."""
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -173,9 +283,21 @@ class Box:
             self.process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             pass
+        if self.cgroups is not None:
+            self.cgroups.remove()
 
 
-def start(module: str, args: list[str], *, package: Path, home: Path, channel: Path, log, limits: Limits) -> Box:
+def remove_cgroups(prefix: str) -> None:
+    """Every cgroup named ``<prefix>...`` below the grader's own (those of a grader process that was killed)."""
+    for controller in ("pids", "memory"):
+        parent = _own_cgroup(controller)
+        if parent is not None and parent.is_dir():
+            for path in parent.glob(prefix + "*"):
+                _remove_cgroup(path)
+
+
+def start(module: str, args: list[str], *, package: Path, home: Path, channel: Path, log, limits: Limits,
+          name: str = "commlab-sandbox-") -> Box:
     """Run ``python -m module args`` for a student: their files in ``home`` (writable, theirs alone), the
     package copy ``package`` read-only, the grader's socket folder ``channel``; stdout and stderr to ``log``."""
     bwrap = bwrap_path()
@@ -192,9 +314,16 @@ def start(module: str, args: list[str], *, package: Path, home: Path, channel: P
     else:
         command = python_command(str(package), module, args)
         env, cwd, kind = clean_env({"HOME": str(home), "TMPDIR": str(home)}), str(home), "rlimits"
-    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=cwd,
-                               preexec_fn=_preexec(limits), close_fds=True)
-    return Box(process, kind)
+    import secrets
+
+    cgroups = Cgroups(limits, f"{name}{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, cwd=cwd,
+                                   preexec_fn=_preexec(limits, cgroups), close_fds=True)
+    except BaseException:
+        cgroups.remove()
+        raise
+    return Box(process, kind + (" and cgroups" if cgroups.paths else ""), cgroups)
 
 
 # --- the package a student's process imports ---------------------------------------------------------------
