@@ -65,7 +65,8 @@ def main(argv=None) -> int:
     parser.add_argument("--labs", nargs="*", default=None, help="default: every lab")
     parser.add_argument("--honest", action="store_true", help="every student correct")
     parser.add_argument("--jobs", type=int, default=None, help="default: the machine's cores")
-    parser.add_argument("--timeout", type=float, default=60.0, help="--timeout of labs check (a hanging lab)")
+    parser.add_argument("--timeout", type=float, default=120.0,
+                        help="--timeout of labs check: how long a hanging lab takes (default 120 s)")
     args = parser.parse_args(argv)
     labs = args.labs or list(registry.names())
     with tempfile.TemporaryDirectory(prefix="commlab-bench-class-") as scratch:
@@ -86,10 +87,13 @@ def main(argv=None) -> int:
         found = json.loads(done.stdout)
     rows = found["results"]
     right = dict.fromkeys(KINDS, 0)
+    surprises = []
     for name, kind in kinds.items():
         mine = [r for r in rows if r["learner"] == name]
         expected = all(r["passed"] for r in mine) if kind == "correct" else not all(r["passed"] for r in mine)
         right[kind] += expected
+        if kind == "correct":
+            surprises += [f"{name} {r['lab']}.{r['task']}: {r['problem'][:300]}" for r in mine if not r["passed"]]
     n = args.students
     print(f"class of {n} ({', '.join(f'{sum(1 for k in kinds.values() if k == kind)} {kind}' for kind in KINDS)}), "
           f"{len(labs)} labs, --jobs {args.jobs or 'default'}, {os.cpu_count()} cores, isolation "
@@ -97,6 +101,8 @@ def main(argv=None) -> int:
     print(f"wall time {wall_s:.1f} s; {wall_s / n:.1f} s per student")
     print("verdicts as expected: " + ", ".join(f"{kind} {right[kind]}/{sum(1 for k in kinds.values() if k == kind)}"
                                                for kind in KINDS))
+    for line in surprises[:10]:
+        print(f"unexpected: {line}")
     if args.honest and n == 6 and len(labs) == len(registry.names()):
         print(f"goal: six honest students, every lab, under {GOAL_S:.0f} s: measured {wall_s:.0f} s "
               f"= {wall_s / GOAL_S:.2f} x the goal")

@@ -47,6 +47,8 @@ def _tensors(value, found: list) -> None:
             _tensors(v, found)
     elif isinstance(value, P2POp):
         found.append(value.tensor)
+    elif isinstance(value, torch.nn.Module):      # a model given to the student: its parameters come back too
+        found.extend(value.state_dict(keep_vars=True).values())
 
 
 def _plain(value):
