@@ -253,7 +253,8 @@ class _LabRun:
             channel = dataclasses.replace(self.channel, collectives=task.collectives)
             fns = remote.remote_functions(channel, task.functions, functions)
             check = getattr(checks, task.check)
-            problem, seconds, timed_out = _run_one(task.name, check, *fns)
+            settings = getattr(checks, "GRADING", {}).get(task.check, {})   # e.g. fewer timed repeats
+            problem, seconds, timed_out = _run_one(task.name, check, *fns, **settings)
             if timed_out:
                 return self.fail_rest(self.timed_out_problem(), seconds)
             rows = [(task.name, "public", problem, seconds)]
