@@ -9,7 +9,8 @@ runs the lab's checks (:mod:`commlab.labs.registry`, the notebook's own) here, o
 checks draw now, and their values are judged against the reference in the grader's process. A verdict is
 never written by the student's process. Beside the public checks: cases drawn from a seed (a check
 module's ``drawn_<check>``, fresh each run unless ``--seed`` fixes it) and the instructor's hidden checks
-(``--checks DIR``, :func:`hidden_checks`).
+(``--checks DIR``, :func:`hidden_checks`). A check module's ``GRADING`` dict gives a check's settings for
+grading that do not change its verdict (fewer timed repeats: the timings are the notebook's plot).
 
 A student's crash, garbage, kill or hang fails that student's lab with a reason; a student's time limit
 (``student_timeout_s``) bounds all of their labs; ``jobs`` students are graded at once. Everything a
