@@ -175,6 +175,11 @@ def _check(args) -> int:
 
     try:
         results, seed = grade_class(learners, labs, options, on_result=show, on_student=lambda _: bar.update(1))
+    except CommlabError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the grader itself failed: one line and exit status 1, no traceback
+        print(f"commlab labs check: the grader failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
     finally:
         bar.close()
     passed = sum(r.passed for r in results)

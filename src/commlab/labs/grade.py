@@ -164,6 +164,17 @@ def _run_one(label: str, check: Callable, *args, **kwargs) -> tuple[str, float, 
     return problem, time.perf_counter() - start, timed_out
 
 
+def _last_line(path: Path) -> str:
+    """The last line of a (possibly large) log file."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 4096))
+            lines = f.read().decode(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
 class _LabRun:
     """One (student, lab) graded in this process; its rows are written to ``out`` as they come."""
 
@@ -181,6 +192,7 @@ class _LabRun:
         self.work = Path(tempfile.mkdtemp(prefix="lab-", dir=spec["work"]))
         self.channel = Channel(str(self.work / "chan"), self.deadline)
         self.boxes: list = []
+        self.status = "fail"                      # of the rows fail_rest writes: "error" when the grader failed
 
     def add(self, row: Graded) -> None:
         with self.lock:
@@ -215,6 +227,10 @@ class _LabRun:
                 return ""
             for box in self.boxes:
                 status = box.process.poll()
+                said = _last_line(Path(self.spec["log"])) if status is not None else ""
+                if said.startswith("bwrap:"):
+                    self.status = "error"             # the sandbox itself could not start: the grader's fault
+                    return f"the sandbox could not start (not the student's fault): {said}"
                 if status is not None:
                     how = f"was killed by signal {-status}" if status < 0 else f"exited with status {status}"
                     return (f"{Path(self.module).name}: the student's process {how} while the module was imported "
@@ -287,8 +303,8 @@ class _LabRun:
         done = {r.task for r in self.rows}
         for task in self.entry.tasks:
             if task.name not in done:
-                self.add(Graded(self.learner, self.entry.name, task.name, False, problem, seconds, self.module, "fail",
-                                "public", 0.0, float(task.points)))
+                self.add(Graded(self.learner, self.entry.name, task.name, False, problem, seconds, self.module,
+                                self.status, "public", 0.0, float(task.points)))
 
 
 def _child(spec_path: str) -> int:

@@ -203,7 +203,8 @@ def bwrap_path() -> str | None:
     if found is None or not sys.platform.startswith("linux"):
         return None
     try:
-        done = subprocess.run([found, "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"],
+        done = subprocess.run([found, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+                               "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "true"],
                               capture_output=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return None
