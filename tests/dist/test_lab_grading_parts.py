@@ -245,3 +245,23 @@ def test_collect_cli_and_a_bad_destination(tmp_path):
     assert done.returncode == 0 and "1 lab modules from labs/mine" in done.stdout
     with pytest.raises(CommlabError):
         collect.student_name(Path("...zip"))
+
+
+def test_without_bubblewrap_the_fallback_says_what_it_does_not_isolate_and_still_judges(tmp_path, no_child_left):
+    klass = tmp_path / "class"
+    (klass / "ada").mkdir(parents=True)
+    (klass / "ada" / "ring_vs_tree.py").write_text(_helpers().honest_source("ring_vs_tree"))
+    (klass / "bob").mkdir()
+    (klass / "bob" / "ring_vs_tree.py").write_text(
+        "import json, os, sys\nprint('all passed')\nos._exit(0)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("COMMLAB_LAB_SOLUTIONS", "COMMLAB_LABS_MINE")}
+    env["COMMLAB_SANDBOX"] = "rlimits"
+    done = subprocess.run([sys.executable, "-m", "commlab", "labs", "check", "ring_vs_tree", "--class", str(klass),
+                           "--json"], capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "no sandbox: " in done.stderr and "can read every file this user can read" in done.stderr
+    found = json.loads(done.stdout)
+    assert found["isolation"].startswith("rlimits")
+    rows = found["results"]
+    assert all(r["passed"] for r in rows if r["learner"] == "ada")
+    assert not any(r["passed"] for r in rows if r["learner"] == "bob")
