@@ -80,6 +80,17 @@ def _relay(name: str, args: tuple, kwargs: dict):
     tensors: list = []
     _tensors((args, kwargs), tensors)
     sock = _conn()
+    if name in ("isend", "irecv", "batch_isend_irecv") or kwargs.get("async_op"):
+        # posted without waiting for an answer (the grader numbers the requests as this process does); a
+        # failure is told when the request is waited on
+        n = len(args[0] if args else kwargs.get("p2p_op_list", [])) if name == "batch_isend_irecv" else 1
+        first = _STATE.setdefault("posted", 0)
+        _STATE["posted"] = first + n
+        handles = list(range(first, first + n))
+        wire.send_value(sock, {"dist": name, "args": _plain(args), "kwargs": _plain(kwargs), "post": handles})
+        if name == "batch_isend_irecv":
+            return [Work(h, [t]) for h, t in zip(handles, tensors)]
+        return Work(handles[0], tensors)
     wire.send_value(sock, {"dist": name, "args": _plain(args), "kwargs": _plain(kwargs)})
     reply = _reply(sock)
     if "refused" in reply:
@@ -235,6 +246,7 @@ def _serve(sock: socket.socket, module, loaded: dict) -> None:
         wire.send_value(sock, loaded)
         return
     _STATE["sock"] = sock
+    _STATE["posted"] = 0
     try:
         try:
             answer = _answer_call(module, request)
