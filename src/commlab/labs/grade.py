@@ -332,6 +332,18 @@ def _child(spec_path: str) -> int:
 
 # --- the grader of a class ------------------------------------------------------------------------------------
 
+def _ends_with_parent() -> None:
+    """In a grader process, before exec: a session of its own, and killed when the grading run is (Ctrl-C, a
+    kill): its sandboxes end with it (bubblewrap's --die-with-parent)."""
+    os.setsid()
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)          # PR_SET_PDEATHSIG (Linux)
+    except (OSError, AttributeError):
+        pass
+
+
 def _run_child(spec: dict, wait_s: float, work: Path) -> tuple[list[Graded] | None, str, bool]:
     """(rows or None, the grader process's last words, timed out) for one (student, lab)."""
     spec_path = work / f"spec-{secrets.token_hex(6)}.json"
@@ -341,7 +353,7 @@ def _run_child(spec: dict, wait_s: float, work: Path) -> tuple[list[Graded] | No
     with open(errors, "wb") as err:
         process = subprocess.Popen([sys.executable, "-m", "commlab.labs.grade", "--child", str(spec_path)],
                                    stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=env, cwd=work,
-                                   start_new_session=True)
+                                   preexec_fn=_ends_with_parent)
         timed_out = False
         try:
             process.wait(timeout=wait_s)
