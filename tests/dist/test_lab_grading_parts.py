@@ -265,3 +265,52 @@ def test_without_bubblewrap_the_fallback_says_what_it_does_not_isolate_and_still
     rows = found["results"]
     assert all(r["passed"] for r in rows if r["learner"] == "ada")
     assert not any(r["passed"] for r in rows if r["learner"] == "bob")
+
+
+def _descendants(pid: int) -> set[int]:
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, parent in parents.items() if parent == p]
+        found.update(kids)
+        todo += kids
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def test_killing_the_grading_run_ends_every_grader_process_and_sandbox(tmp_path):
+    import signal
+    import time
+
+    klass = tmp_path / "class"
+    (klass / "hangs").mkdir(parents=True)
+    (klass / "hangs" / "ring_vs_tree.py").write_text("import time\nwhile True:\n    time.sleep(1)\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("COMMLAB_LAB_SOLUTIONS", "COMMLAB_LABS_MINE")}
+    run = subprocess.Popen([sys.executable, "-m", "commlab", "labs", "check", "ring_vs_tree", "--class", str(klass),
+                            "--timeout", "120"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                           cwd=tmp_path)
+    deadline = time.monotonic() + 60
+    started: set[int] = set()
+    while time.monotonic() < deadline and len(started) < 3:      # labs check's grader process and its sandbox
+        time.sleep(0.5)
+        started = _descendants(run.pid)
+    assert len(started) >= 3, started
+    run.send_signal(signal.SIGKILL)
+    run.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(_alive(p) for p in started):
+        time.sleep(0.2)
+    assert not [p for p in started if _alive(p)]
