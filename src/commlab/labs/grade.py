@@ -429,6 +429,7 @@ def grade_class(students: list[tuple[str | None, Path]], labs: list[str], option
             with lock:
                 on_result(row)
 
+    sandbox.remove_stale_cgroups()
     work = Path(tempfile.mkdtemp(prefix="commlab-class-"))
     os.chmod(work, 0o700)
     prefix = f"commlab-{secrets.token_hex(4)}-"

@@ -297,6 +297,23 @@ def remove_cgroups(prefix: str) -> None:
                 _remove_cgroup(path)
 
 
+def remove_stale_cgroups() -> None:
+    """The empty cgroups of grader processes that were killed before they could remove them (their names carry
+    the pid of the process that made them: ``commlab-<run>-<pid>-<token>``)."""
+    for controller in ("pids", "memory"):
+        parent = _own_cgroup(controller)
+        if parent is None or not parent.is_dir():
+            continue
+        for path in parent.glob("commlab-*-*-*"):
+            try:
+                pid = int(path.name.split("-")[-2])
+                if Path(f"/proc/{pid}").exists() or (path / "cgroup.procs").read_text().strip():
+                    continue
+                path.rmdir()
+            except (ValueError, OSError):
+                continue
+
+
 def start(module: str, args: list[str], *, package: Path, home: Path, channel: Path, log, limits: Limits,
           name: str = "commlab-sandbox-") -> Box:
     """Run ``python -m module args`` for a student: their files in ``home`` (writable, theirs alone), the
