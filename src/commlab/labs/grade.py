@@ -412,6 +412,19 @@ def _grade_student(learner, folder: Path, labs: list[str], options: Options, pac
     return found
 
 
+def _remove_stale_work() -> None:
+    """The scratch folders of grading runs that were killed (``commlab-class-<pid>-...``, that pid gone)."""
+    from commlab.labs import sandbox
+
+    for path in Path(tempfile.gettempdir()).glob("commlab-class-*-*"):
+        try:
+            pid = int(path.name.split("-")[2])
+        except (ValueError, IndexError):
+            continue
+        if path.is_dir() and not Path(f"/proc/{pid}").exists() and sys.platform.startswith("linux"):
+            sandbox.remove_tree(path)
+
+
 def grade_class(students: list[tuple[str | None, Path]], labs: list[str], options: Options | None = None,
                 on_result=None, on_student=None) -> tuple[list[Graded], int]:
     """Every lab of every student, ``options.jobs`` students at once: (the rows, in the students' order, and
@@ -430,7 +443,8 @@ def grade_class(students: list[tuple[str | None, Path]], labs: list[str], option
                 on_result(row)
 
     sandbox.remove_stale_cgroups()
-    work = Path(tempfile.mkdtemp(prefix="commlab-class-"))
+    _remove_stale_work()
+    work = Path(tempfile.mkdtemp(prefix=f"commlab-class-{os.getpid()}-"))
     os.chmod(work, 0o700)
     prefix = f"commlab-{secrets.token_hex(4)}-"
     try:
