@@ -57,6 +57,7 @@ lab: install-book
 
 test: install
 	bash scripts/install_browser.sh
+	bash scripts/install_sandbox.sh
 	$(MAKE) lint test-unit test-notebooks test-browser
 
 # seconds: ruff, then mypy (incremental: .mypy_cache keeps what did not change)

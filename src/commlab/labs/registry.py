@@ -31,6 +31,10 @@ class Task:
     """The check's name in ``commlab.labs.checks.<lab>``."""
     ranks: int = 0
     """The most ranks the check starts (0: none, it runs in the calling process)."""
+    points: float = 1.0
+    """What the task is worth in a gradebook (``commlab labs check --csv``): all of it when its checks pass."""
+    collectives: bool = True
+    """False: the task is built from send and receive alone; when graded, the grader refuses collectives."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,14 @@ class Lab:
     name: str
     title: str
     tasks: tuple[Task, ...]
+    answers: tuple[str, ...] = ()
+    """The package's functions that compute this lab's answers (``"commlab.module:function"`` or
+    ``"commlab.module:Class.method"``): a graded student's copy of the package has them refuse
+    (:func:`commlab.labs.sandbox.package_copy`); the reference solutions and the checks are never in it."""
+
+    @property
+    def max_ranks(self) -> int:
+        return max((t.ranks for t in self.tasks), default=0)
 
     @property
     def notebook(self) -> str:
@@ -48,8 +60,8 @@ class Lab:
         return f"labs/scripts/{self.name}.py"
 
 
-def _one(name: str, ranks: int = 0) -> Task:
-    return Task(name, (name,), name, ranks)
+def _one(name: str, ranks: int = 0, **more) -> Task:
+    return Task(name, (name,), name, ranks, **more)
 
 
 LABS: tuple[Lab, ...] = (
@@ -58,21 +70,29 @@ LABS: tuple[Lab, ...] = (
     Lab("p2p", "point to point: ping-pong, halo exchange, a deadlock",
         (_one("ping_pong", 2), _one("halo_exchange_nonblocking", 2), _one("ring_exchange", 4))),
     Lab("collectives", "the collectives, predicted and run",
-        (_one("my_predictions"), _one("run_collective", 4), _one("all_reduce_by_halves", 4))),
+        (_one("my_predictions"), _one("run_collective", 4), _one("all_reduce_by_halves", 4)),
+        ("commlab.collectives:CollectiveSpec.bytes_sent_per_rank", "commlab.collectives:contributions")),
     Lab("build_your_own_ring", "build your own ring",
-        (_one("reduce_scatter_steps", 8), _one("all_gather_steps", 8), _one("ring_all_reduce", 8))),
+        (_one("reduce_scatter_steps", 8, collectives=False), _one("all_gather_steps", 8, collectives=False),
+         _one("ring_all_reduce", 8, collectives=False))),
     Lab("ring_vs_tree", "ring or tree: the crossover",
         (Task("models", ("ring_time_s", "tree_time_s"), "models"), _one("predict_crossover_nbytes"),
-         _one("faster_algorithm"))),
+         _one("faster_algorithm")),
+        ("commlab.cost.alpha_beta:ring_all_reduce_time_s", "commlab.cost.alpha_beta:tree_all_reduce_time_s",
+         "commlab.cost.alpha_beta:all_reduce_time_s", "commlab.cost.fit:crossover_nbytes")),
     Lab("ddp_overlap", "DDP's buckets",
         (_one("layers_from_model"), _one("ddp_buckets", 2))),
     Lab("ddp_zero", "DDP and ZeRO-1 by hand: overlap, buckets, accumulation, a sharded optimizer",
         (_one("allreduce_gradients", 3), _one("overlapped_ddp", 2), _one("bucketed_ddp", 2),
          _one("accumulate_gradients", 2), _one("zero1", 3))),
     Lab("bandwidth_sweep", "a bandwidth sweep and its fit",
-        (_one("bus_factor"), _one("least_squares_alpha_beta"), _one("protocol_time_s"))),
+        (_one("bus_factor"), _one("least_squares_alpha_beta"), _one("protocol_time_s")),
+        ("commlab.collectives:busbw_factor", "commlab.collectives:CollectiveSpec.busbw_factor",
+         "commlab.cost.fit:fit_alpha_beta", "commlab.cost.protocol_fit:ProtocolFit.time_s",
+         "commlab.cost.protocol_fit:ProtocolFit.regime_index")),
     Lab("nccl_debug_multinode", "NCCL debug logs, variables and several nodes",
-        (_one("answer_log_questions"), _one("env_for_goals"), _one("peak_busbw_GBps"), _one("classify_run"))),
+        (_one("answer_log_questions"), _one("env_for_goals"), _one("peak_busbw_GBps"), _one("classify_run")),
+        ("commlab.nccl.summary:summarize", "commlab.nccl.summary:verdict")),
     Lab("find_the_hang", "find the hang",
         (_one("find_the_hang", 4),)),
 )

@@ -44,11 +44,11 @@ def all_gather_of(steps):
     return wrapped
 
 
-def _check(fn, kind: str, n_ranks, lengths, timeout_s: float) -> Outcome:
+def _check(fn, kind: str, n_ranks, lengths, timeout_s: float, seed: int = 0) -> Outcome:
     from commlab import p2p
     from commlab.labs.solutions import build_your_own_ring as lab
 
-    report = p2p.check_ring(fn, kind, n_ranks, lengths, timeout_s=timeout_s)
+    report = p2p.check_ring(fn, kind, n_ranks, lengths, timeout_s=timeout_s, seed=seed)
     return Outcome(problem=lab.in_words(report), details={"report": report})
 
 
@@ -62,3 +62,29 @@ def all_gather_steps(fn, n_ranks=N_RANKS_CHECKED, lengths=LENGTHS, timeout_s: fl
 
 def ring_all_reduce(fn, n_ranks=N_RANKS_CHECKED, lengths=LENGTHS, timeout_s: float = 30.0) -> Outcome:
     return _check(fn, "all_reduce", n_ranks, lengths, timeout_s)
+
+
+# --- cases drawn when a class is graded (commlab labs check --seed) -------------------------------------------
+
+def _drawn(seed: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Two rank counts (3 to 8) and three lengths (0 to 4099) drawn from ``seed``; the inputs come from it too."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n_ranks = tuple(sorted({int(n) for n in rng.choice(np.arange(3, 9), size=2, replace=False)}))
+    return n_ranks, tuple(int(v) for v in rng.integers(0, 4100, size=3))
+
+
+def drawn_reduce_scatter_steps(fn, seed: int, timeout_s: float = 30.0) -> Outcome:
+    n_ranks, lengths = _drawn(seed)
+    return _check(reduce_scatter_of(fn), "reduce_scatter", n_ranks, lengths, timeout_s, seed)
+
+
+def drawn_all_gather_steps(fn, seed: int, timeout_s: float = 30.0) -> Outcome:
+    n_ranks, lengths = _drawn(seed)
+    return _check(all_gather_of(fn), "all_gather", n_ranks, lengths, timeout_s, seed)
+
+
+def drawn_ring_all_reduce(fn, seed: int, timeout_s: float = 30.0) -> Outcome:
+    n_ranks, lengths = _drawn(seed)
+    return _check(fn, "all_reduce", n_ranks, lengths, timeout_s, seed)

@@ -68,15 +68,31 @@ def my_sizes(fn) -> Outcome:
     return Outcome(details={"sizes": got})
 
 
-def choose_groups(fn) -> Outcome:
+def choose_groups(fn, machines: dict | None = None) -> Outcome:
     """A valid grouping for every layout that fits, on every machine (try_choose's words for the first failure)."""
     from commlab.labs.solutions import topology as lab
 
     n_cases = 0
-    for name, topo in _machines().items():
+    for name, topo in (machines if machines is not None else _machines()).items():
         for tp, pp, dp in fitting_layouts(topo):
             groups, problems = lab.try_choose(fn, topo, tp, pp, dp)
             n_cases += 1
             if problems:
                 return Outcome(problem=f"{name}, tp={tp} pp={pp} dp={dp}: {problems[0]}")
     return Outcome(details={"cases": n_cases})
+
+
+def drawn_choose_groups(fn, seed: int) -> Outcome:
+    """:func:`choose_groups` on the three servers with their GPUs renumbered by permutations drawn from ``seed``."""
+    import numpy as np
+
+    from commlab import topology
+    from commlab.labs.solutions import topology as lab
+
+    rng = np.random.default_rng(seed)
+    machines = {}
+    for name in MACHINES:
+        order = tuple(int(i) for i in rng.permutation(8))
+        renumbered = lab.sub_topology(topology.example(name), order)
+        machines[f"{name}, GPUs renumbered {' '.join(map(str, order))}"] = renumbered
+    return choose_groups(fn, machines)
