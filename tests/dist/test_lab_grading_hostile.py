@@ -403,6 +403,11 @@ def test_a_forged_trace_with_a_collective_fails_and_an_honest_ring_passes(tmp_pa
     (klass / "honest" / "build_your_own_ring.py").write_text(honest_source("build_your_own_ring"))
     (klass / "forger").mkdir()
     (klass / "forger" / "build_your_own_ring.py").write_text(FORGED_RING)
+    (klass / "borrower").mkdir()          # the package's own ring (commlab.p2p.ring) is the lab's reference
+    (klass / "borrower" / "build_your_own_ring.py").write_text(
+        "from commlab.p2p.ring import all_gather_steps, reduce_scatter_steps  # noqa: F401\n"
+        "from commlab.p2p.ring import ring_all_reduce as _ring\n\n\n"
+        "def ring_all_reduce(x, tracer):\n    return _ring(x, tracer)\n")
     env = {k: v for k, v in os.environ.items() if k not in ("COMMLAB_LAB_SOLUTIONS", "COMMLAB_LABS_MINE")}
     done = subprocess.run([sys.executable, "-m", "commlab", "labs", "check", "build_your_own_ring", "--class",
                            str(klass), "--jobs", "2", "--timeout", "120", "--json"],
@@ -416,3 +421,6 @@ def test_a_forged_trace_with_a_collective_fails_and_an_honest_ring_passes(tmp_pa
     assert "refuses collectives" in forged["reduce_scatter_steps"], forged
     assert "no message of" in forged["all_gather_steps"], forged
     assert "refuses collectives" in forged["ring_all_reduce"] or "no message of" in forged["ring_all_reduce"]
+    borrowed = [r for r in rows if r["learner"] == "borrower" and r["kind"] == "public"]
+    assert len(borrowed) == 3 and not any(r["passed"] for r in borrowed), borrowed
+    assert all("not available while a lab is graded" in r["problem"] for r in borrowed), borrowed
