@@ -40,3 +40,9 @@ def print_json(obj) -> None:
     """``obj`` as strict JSON on stdout: a NaN or an infinity is a bug to find, not a token to print."""
     json.dump(obj, sys.stdout, indent=2, allow_nan=False)
     sys.stdout.write("\n")
+
+
+def say_wrote(path, json_on_stdout: bool = False) -> None:
+    """The line every command prints for each file it writes: ``wrote PATH``. On stderr when the command's
+    stdout is JSON (``--json``), so that stdout stays one JSON document."""
+    print(f"wrote {path}", file=sys.stderr if json_on_stdout else sys.stdout, flush=True)

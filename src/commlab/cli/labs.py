@@ -113,6 +113,9 @@ def _check(args) -> int:
         from commlab.output import write_atomic
 
         write_atomic(args.junit, junit_xml(results))
+        from commlab.cli._common import say_wrote
+
+        say_wrote(args.junit, args.json)
     if args.json:
         print(json.dumps({"results": [r.__dict__ for r in results], "passed": passed,
                           "failed": len(results) - passed}, indent=1))
