@@ -139,7 +139,7 @@ def _as_text(item) -> list[str]:
         bw = 1.0 / summary.beta_s_per_byte / 1e9 if summary.beta_s_per_byte > 0 else float("inf")
         out.append(f"alpha           {format_time(summary.alpha_s)}")
         out.append(f"beta            {summary.beta_s_per_byte:.4g} s/byte (1/beta = {bw:.1f} GB/s of algbw)")
-    out.append(f"avg busbw       {summary.avg_busbw_GBps:.2f} GB/s")
+    out.append(f"avg busbw       {summary.avg_busbw_GBps:g} GB/s")  # as nccl-tests prints it
     out += [even_numbers(line) for line in item["model"].text_lines()]
     if judged is not None:
         out.append(f"link            {judged.link}: {judged.unidir_GBps:g} GB/s one way; peak is "

@@ -18,7 +18,7 @@ import textwrap
 
 #: The text table's width: a terminal's 100 columns.
 WIDTH = 100
-NAME_WIDTH = 36
+NAME_WIDTH = 38
 MISS = "!"
 
 
