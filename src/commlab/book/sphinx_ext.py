@@ -137,7 +137,6 @@ def _configure(app, config) -> None:
                                           "processHtmlClass": "tex2jax_process|mathjax_process|math|output_area"
                                                               "|cell_output|commlab-widget"}}
     config.html_static_path = [*config.html_static_path, str(STATIC)]
-    config.html_search_scorer = str(STATIC / "commlab-scorer.js")
 
 
 def _copy_mathjax(app, exception) -> None:
@@ -166,5 +165,6 @@ def setup(app) -> dict:
     app.connect("env-merge-info", _merge)
     app.connect("build-finished", _copy_mathjax)
     app.add_css_file("commlab.css")
+    app.add_js_file("commlab-scorer.js")   # before the theme's searchtools.js, which keeps a Scorer it finds
     app.add_js_file("commlab-search.js")
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True, "env_version": 1}
