@@ -60,7 +60,7 @@ _WAIT_THEN_START = ("(function commlabStart(tries) {{ if (!document.getElementBy
 def start_when_attached(player_html: str) -> str:
     """``player_html`` whose player starts once its frame is in the document (see :data:`_START`).
 
-    >>> out = start_when_attached("setTimeout(function() {\n  anim1 = new Animation(f, i, s, 9, l);\n}, 0);")
+    >>> out = start_when_attached("setTimeout(function() { anim1 = new Animation(f, i, s, 9, l); }, 0);")
     >>> out.startswith("(function commlabStart(tries)") and "anim1 = new Animation(f, i, s, 9, l);" in out
     True
     """
