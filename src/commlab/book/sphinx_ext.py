@@ -10,7 +10,8 @@
 * **MathJax 3 with its TeX fonts, served from the pages' own folder** (``_static/mathjax``): the copy of the
   ``sphinx-mathjax-offline`` package (MathJax 3.2.2), or a folder given with ``--mathjax``.
 * **Search**: a scorer that ranks a page whose title names the searched word above pages that only mention
-  it, and snippets read without the formulas' TeX source (``static/commlab-search.js``).
+  it, and snippets read without the formulas' TeX source (``static/commlab.js``), and the "Contents" button of a phone's page opening the page's contents
+  (the theme listens to the first of two such buttons, hidden at that width).
 """
 from __future__ import annotations
 
@@ -166,5 +167,5 @@ def setup(app) -> dict:
     app.connect("build-finished", _copy_mathjax)
     app.add_css_file("commlab.css")
     app.add_js_file("commlab-scorer.js")   # before the theme's searchtools.js, which keeps a Scorer it finds
-    app.add_js_file("commlab-search.js")
+    app.add_js_file("commlab.js")
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True, "env_version": 1}
