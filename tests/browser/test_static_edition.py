@@ -243,7 +243,7 @@ def test_a_phone_reads_every_part_of_a_page(reader, edition, output_dir):
                           "getComputedStyle(e).overflowX) || ['auto', 'scroll'].includes("
                           "getComputedStyle(e.parentElement).overflowX)")
     # "Contents" pressed deep in the page opens the page's contents where the reader is
-    reader.locator("#step-4").scroll_into_view_if_needed()
+    reader.locator("[id='Step-4'], #step-4").first.scroll_into_view_if_needed()
     reader.locator("button.secondary-toggle:visible").first.click()
     entry = reader.locator(".bd-sidebar-secondary a:visible", has_text="Step 4").first
     entry.wait_for(state="visible")

@@ -149,6 +149,39 @@ def _execution_counts(app, docs: tuple[str, ...], start_s: float) -> tuple[int, 
     return executed, len(docs) - executed
 
 
+def _preview(error: Exception) -> str:
+    """The first line of the cell that nbclient's timeout message quotes after its dashed rule."""
+    lines = str(error).splitlines()
+    rules = [i for i, line in enumerate(lines) if set(line.strip()) == {"-"}]
+    return lines[rules[0] + 1].strip()[:80] if rules and rules[0] + 1 < len(lines) else "?"
+
+
+def _execution_failure(exc: BaseException, src_dir: Path, timeout_s: float) -> str | None:
+    """One line for a notebook that failed while MyST-NB ran it (the notebook, and what its cell did), or None
+    when ``exc`` is no such failure. Sphinx may wrap MyST-NB's ExecutionError (``orig_exc``)."""
+    from myst_nb.core.execute.base import ExecutionError
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    while not isinstance(exc, ExecutionError) and getattr(exc, "orig_exc", None) is not None:
+        exc = exc.orig_exc  # type: ignore[attr-defined]
+    if not isinstance(exc, ExecutionError):
+        return None
+    try:
+        name = Path(str(exc)).resolve().relative_to(Path(src_dir).resolve()).as_posix()
+    except ValueError:
+        name = str(exc)
+    cause = exc.__cause__
+    if isinstance(cause, CellTimeoutError):
+        return (f"{name}: a cell ran longer than --timeout {timeout_s:g} s (the cell starting {_preview(cause)!r}); "
+                "raise --timeout or fix the cell")
+    if isinstance(cause, CellExecutionError):
+        return (f"{name}: a cell raised {cause.ename}: {cause.evalue}; open the notebook in JupyterLab and run it "
+                "to see the traceback")
+    if isinstance(cause, DeadKernelError):
+        return f"{name}: the kernel died while running the notebook ({cause})"
+    return f"{name}: the notebook failed to run ({type(cause).__name__ if cause else 'unknown error'}: {cause})"
+
+
 def _run_sphinx(book: Book, config: BuildConfig, log: Callable[[str], None]) -> BuildResult:
     from sphinx.application import Sphinx
     from sphinx.errors import SphinxError
@@ -172,8 +205,13 @@ def _run_sphinx(book: Book, config: BuildConfig, log: Callable[[str], None]) -> 
                          confoverrides=settings, status=_LineLog(log, project.src_dir), warning=warnings,
                          freshenv=not config.use_cache, keep_going=True)
             app.build()
-        except SphinxError as exc:
-            raise CommlabError(f"the book did not build: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - sorted below: a notebook's failure, Sphinx's, or a bug
+            failure = _execution_failure(exc, project.src_dir, config.timeout_s)
+            if failure is not None:
+                raise CommlabError(failure) from None
+            if isinstance(exc, SphinxError):
+                raise CommlabError(f"the book did not build: {exc}") from None
+            raise
     warned = tuple(line for line in warnings.getvalue().splitlines() if line.strip())
     failed = [line for line in warned if "Executing notebook failed" in line or "ExecutionError" in line]
     if failed or (app.statuscode and config.execute):

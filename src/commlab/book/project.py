@@ -184,7 +184,8 @@ def sphinx_settings(book: Book, project: Project, cache_dir: Path, salt: str, ex
         },
         # formulas: $...$ and $$...$$ in Markdown, typeset by the local MathJax 3 (commlab.book.sphinx_ext)
         "myst_enable_extensions": ["dollarmath", "amsmath", "colon_fence"],
-        "myst_heading_anchors": 3,
+        "myst_heading_anchors": 6,
+        "myst_heading_slug_func": "commlab.book.sphinx_ext.jupyter_slug",
         "myst_update_mathjax": False,  # commlab.book.sphinx_ext configures MathJax, outputs included
         "nb_execution_mode": "cache" if execute else "off",
         "nb_execution_cache_path": str(execution_cache(cache_dir, salt)),

@@ -31,6 +31,16 @@ _WIDGET_SCRIPT = f'<script type="{WIDGET_VIEW}">'
 WIDGET_STATE_KEY = "ipywidgets_state"
 
 
+def jupyter_slug(heading: str) -> str:
+    """A heading's anchor as JupyterLab makes it (the text, each space a hyphen), so that a link written in
+    a notebook, ``05_ring_allreduce.ipynb#The-ring``, lands on the same section of the page.
+
+    >>> jupyter_slug("The ring"), jupyter_slug("5.2 Cost: alpha and beta")
+    ('The-ring', '5.2-Cost:-alpha-and-beta')
+    """
+    return heading.strip().replace(" ", "-")
+
+
 def packaged_mathjax() -> Path | None:
     """The MathJax 3 folder shipped by the ``sphinx-mathjax-offline`` package, or None when not installed."""
     import importlib.metadata
