@@ -209,10 +209,16 @@ def _run_sphinx(book: Book, config: BuildConfig, log: Callable[[str], None]) -> 
             failure = _execution_failure(exc, project.src_dir, config.timeout_s)
             if failure is not None:
                 raise CommlabError(failure) from None
+            cause = getattr(exc, "orig_exc", None)
+            if isinstance(cause, OSError):
+                raise CommlabError(describe(cause)) from None   # a full disk while the assets are copied
             if isinstance(exc, SphinxError):
                 raise CommlabError(f"the book did not build: {exc}") from None
             raise
     warned = tuple(line for line in warnings.getvalue().splitlines() if line.strip())
+    unwritten = [line for line in warned if "error writing file" in line or "No space left on device" in line]
+    if unwritten:   # Sphinx warns and goes on when a page cannot be written; the edition is then incomplete
+        raise CommlabError(unwritten[0].split("WARNING: ", 1)[-1][:300])
     failed = [line for line in warned if "Executing notebook failed" in line or "ExecutionError" in line]
     if failed or (app.statuscode and config.execute):
         raise CommlabError(f"a notebook failed while the book ran it: {(failed or warned or ['?'])[0]}; open it in "
@@ -237,6 +243,9 @@ def build(book: Book, config: BuildConfig = BuildConfig(), log: Callable[[str], 
     if problems:
         raise CommlabError("book.toml cannot be built: " + "; ".join(problems))
     require_tools(config.execute)
+    from commlab.book.sphinx_ext import mathjax_source
+
+    mathjax_source(str(config.mathjax_dir) if config.mathjax_dir is not None else "")   # refused before any work
     check_writable_dir(config.out_dir, f"--out {str(config.out_dir)!r}")
     check_writable_dir(cast(Path, config.cache_dir), f"the cache folder {str(config.cache_dir)!r} (--cache)")
     try:

@@ -131,10 +131,8 @@ def lay_out(book: Book, src_dir: Path, execute: bool) -> Project:
 
     src_dir = Path(src_dir)
     listed = set(book.notebooks())
-    wanted: dict[Path, bytes] = {src_dir / "index.md": index_markdown(book).encode(),
-                                 src_dir / MANIFEST_NAME: (book.root / MANIFEST_NAME).read_bytes()
-                                 if (book.root / MANIFEST_NAME).is_file() else b""}
-    for nb_path in book.notebooks():
+    notebooks: dict[Path, bytes] = {}
+    for nb_path in book.notebooks():   # each listed notebook checked before anything is written
         nb = read_notebook(book.root, nb_path)
         if not nb.metadata.get("kernelspec", {}).get("name"):
             nb.metadata["kernelspec"] = dict(KERNELSPEC)
@@ -142,7 +140,10 @@ def lay_out(book: Book, src_dir: Path, execute: bool) -> Project:
             for cell in nb.cells:
                 if cell.cell_type == "code":
                     cell.outputs, cell.execution_count = [], None
-        wanted[src_dir / nb_path] = nbformat.writes(nb).encode()
+        notebooks[src_dir / nb_path] = nbformat.writes(nb).encode()
+    wanted: dict[Path, bytes] = {src_dir / "index.md": index_markdown(book).encode(),
+                                 src_dir / MANIFEST_NAME: (book.root / MANIFEST_NAME).read_bytes()
+                                 if (book.root / MANIFEST_NAME).is_file() else b"", **notebooks}
     for folder in sorted({(book.root / nb).parent for nb in book.notebooks()}):
         for path in sorted(folder.rglob("*")):
             relative = path.relative_to(book.root)
