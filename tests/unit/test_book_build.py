@@ -167,23 +167,29 @@ def test_source_only_build_writes_every_page_with_working_links_and_nothing_from
     assert list(result.pages) == expected and not result.executed and result.mathjax_local
     assert all((out / page).is_file() for page in expected)
     assert broken_relative_links(out) == []
+    assert not [w for w in result.warnings if "not found" in w], result.warnings   # every link lands
     for page in expected + ["search.html"]:
         assert external_resources(out / page) == [], page
     intro = page_of(out, "chapters/00_intro.ipynb")
     assert "STALE_OUTPUT" not in intro and "fresh" in intro            # a committed output is not shown
-    assert 'href="01_anim.html#anim"' in intro and 'href="../labs/lab_one.html"' in intro
+    # a notebook's link with JupyterLab's anchor (#Anim) lands on that section of the page
+    anchor = re.search(r'href="01_anim.html#([^"]+)"', intro).group(1)
+    assert anchor.lower() == "anim" and f'id="{anchor}"' in page_of(out, "chapters/01_anim.ipynb") and 'href="../labs/lab_one.html"' in intro
     assert "run.py" in intro and list(out.glob("_downloads/*/run.py"))  # a linked script is offered
 
 
-def test_the_index_follows_the_manifest_part_by_part(source_only):
+def test_the_contents_follow_the_manifest_part_by_part_from_the_home_page(source_only):
     book, _, out = source_only
     index = (out / "index.html").read_text(encoding="utf-8")
-    assert "Tiny &amp; book" in index and "A. Author" in index
-    index = index[index.index('<article class="bd-article">'):]                 # the page, not the sidebar
-    first, second = index.index("Part 1. First part"), index.index("Part 2. Second part")
-    positions = [index.index(f'href="{nb.replace(".ipynb", ".html")}"') for nb in book.notebooks()]
-    assert first < positions[0] < positions[1] < second < positions[2]
-    assert 'lab_one.html">Lab one' in index
+    assert 'url=chapters/00_intro.html' in index and "Tiny &amp; book" in index   # the first notebook is home
+    for nb in book.notebooks():   # every page's navigation: the parts in order, each listing its notebooks
+        page = page_of(out, nb)
+        nav = page[page.index('id="pst-primary-sidebar"'):page.index('<main')]
+        first, second = nav.index("Part 1. First part"), nav.index("Part 2. Second part")
+        anim, lab = nav.index(">Anim</a>"), nav.index(">Lab one</a>")
+        assert first < anim < second < lab, nb
+    assert not (book.root / "index.md").exists()                     # nothing is written into the book
+    assert sorted(p.name for p in book.root.iterdir()) == ["book.toml", "chapters", "labs"]
 
 
 def test_every_page_offers_its_own_notebook_and_a_theme_switch(source_only):

@@ -166,9 +166,8 @@ def _execution_failure(exc: BaseException, src_dir: Path, timeout_s: float) -> s
         exc = exc.orig_exc  # type: ignore[attr-defined]
     if not isinstance(exc, ExecutionError):
         return None
-    try:
-        name = Path(str(exc)).resolve().relative_to(Path(src_dir).resolve()).as_posix()
-    except ValueError:
+    name = Path(os.path.relpath(os.path.abspath(str(exc)), os.path.abspath(src_dir))).as_posix()
+    if name.startswith("../"):
         name = str(exc)
     cause = exc.__cause__
     if isinstance(cause, CellTimeoutError):
@@ -193,7 +192,7 @@ def _run_sphinx(book: Book, config: BuildConfig, log: Callable[[str], None]) -> 
     start_s, wall_s = time.time(), time.perf_counter()
     cache_dir = cast(Path, config.cache_dir)
     salt = environment_salt(book, config.kernel_env) if config.execute else ""
-    project = lay_out(book, cache_dir / "src", execute=config.execute)
+    project = lay_out(book)
     settings = sphinx_settings(book, project, cache_dir, salt, execute=config.execute, timeout_s=config.timeout_s,
                                mathjax_dir=config.mathjax_dir)
     if config.execute and not config.use_cache:

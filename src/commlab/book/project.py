@@ -1,13 +1,14 @@
-"""The Sphinx project of the static edition: the book's notebooks laid out for Sphinx, and its settings.
+"""The Sphinx project of the static edition: the book's own folder, read in place, and its settings.
 
-:func:`lay_out` writes ``<cache>/src``: ``index.md`` (the book's title and one table of contents per part of
-``book.toml``), ``book.toml`` itself (a lab finds the book's root by it), and a copy of the folder of each
-listed notebook (a lab's scripts, the data a chapter reads) without ``mine/`` (the reader's lab code),
-checkpoints or unlisted notebooks. A file is rewritten only when its bytes changed, so Sphinx, which compares
-modification times, reads again only what changed. Each listed notebook is checked and read first
-(:func:`commlab.book.reading.read_notebook`: an nbformat 3 file is upgraded) and given a ``python3``
-kernelspec when it has none (MyST-NB executes by the kernel a notebook names); without ``--execute`` its
-outputs are dropped.
+Sphinx reads the listed notebooks where they are (``include_patterns``; every other top folder of the book,
+``labs/mine/`` and checkpoints excluded, so nothing else is even walked), and MyST-NB runs each one with its
+own folder as the current directory, as JupyterLab and nbval do: a chapter reads the repository's files and
+finds its ``book.toml``, a lab keeps its scripts beside it. Nothing is written into the book. The first
+listed notebook is the home page (its map of the book, chapter 00's, is its content), and the book's parts
+become its tables of contents, one per part with the part's title as caption, added to it as it is read
+(:func:`toc_cell`, through :mod:`commlab.book.sphinx_ext`); ``index.html`` points at it. Each listed
+notebook is checked first (:func:`commlab.book.reading.read_notebook`): a file that is no notebook is one
+line naming it.
 
 :func:`environment_salt` is what an executed page depends on besides its code: it names the jupyter-cache
 folder, so a change in any of it executes the book again.
@@ -20,16 +21,14 @@ import os
 import shutil
 import sys
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from commlab.book.manifest import MANIFEST_NAME, Book
+from commlab.book.manifest import Book
 from commlab.book.reading import read_notebook
 from commlab.book.toc import entry_label, notebook_title
 
 #: Folders and files of a notebook's folder that never enter the project (nor any cache key).
 SKIPPED = {"mine", ".ipynb_checkpoints", "__pycache__", ".commlab", ".pytest_cache"}
-#: The kernel a notebook without a kernelspec runs with: this environment's Python (ipykernel's native one).
-KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 #: Environment variables of the kernel that change outputs, besides every ``COMMLAB_*`` one.
 KERNEL_ENV = ("CUDA_VISIBLE_DEVICES",)
 #: Distributions whose version changes what an executed page shows.
@@ -42,10 +41,15 @@ CACHE_FOLDER = "jupyter-cache"
 
 @dataclass(frozen=True)
 class Project:
-    """The laid-out Sphinx project: its folder and the documents (notebook paths without ``.ipynb``)."""
+    """The Sphinx project: its folder (the book's) and the documents (notebook paths without ``.ipynb``),
+    the first of them the home page."""
 
     src_dir: Path
     docs: tuple[str, ...]
+
+    @property
+    def root_doc(self) -> str:
+        return self.docs[0]
 
     @staticmethod
     def forget_executions(cache_dir: Path, salt: str) -> None:
@@ -101,64 +105,30 @@ def environment_salt(book: Book, kernel_env: tuple[tuple[str, str], ...] = ()) -
             f"|kernel_env={sorted(kernel_env)}|{settings}")
 
 
-def _write_if_changed(path: Path, data: bytes) -> None:
-    if path.is_file() and path.read_bytes() == data:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data)
-
-
-def index_markdown(book: Book) -> str:
-    """The home page: the book's title and authors, then a table of contents per part, captioned."""
-    lines = [f"# {book.title}", ""]
-    if book.authors:
-        lines += [", ".join(book.authors), ""]
-    lines += ["Each page is a notebook: read it here, or download it (the download button at the top of the "
-              "page) and run it in JupyterLab, where its widgets and exercises are live.", ""]
+def toc_cell(book: Book) -> str:
+    """The home page's tables of contents in MyST: one hidden ``toctree`` per part, captioned with the part's
+    title, listing its chapters then its labs by their titles (the home page itself left out)."""
+    home = book.notebooks()[0]
+    lines: list[str] = []
     for number, part in enumerate(book.parts, 1):
-        lines += ["```{toctree}", f":caption: Part {number}. {part.title}", ":maxdepth: 1", ""]
-        for kind, notebooks in (("chapter", part.chapters), ("lab", part.labs)):
-            for nb in notebooks:
-                title = notebook_title(book.root / nb)
-                lines.append(f"{entry_label(kind, title)}{title} <{nb[: -len('.ipynb')]}>")
+        entries = [(kind, nb) for kind, notebooks in (("chapter", part.chapters), ("lab", part.labs))
+                   for nb in notebooks if nb != home]
+        if not entries:
+            continue
+        lines += ["```{toctree}", f":caption: Part {number}. {part.title}", ":maxdepth: 1", ":hidden:", ""]
+        for kind, nb in entries:
+            title = notebook_title(book.root / nb)
+            lines.append(f"{entry_label(kind, title)}{title} </{nb[: -len('.ipynb')]}>")
         lines += ["```", ""]
     return "\n".join(lines)
 
 
-def lay_out(book: Book, src_dir: Path, execute: bool) -> Project:
-    """Write the Sphinx project of ``book`` into ``src_dir`` (see the module) and return it."""
-    import nbformat
-
-    src_dir = Path(src_dir)
-    listed = set(book.notebooks())
-    notebooks: dict[Path, bytes] = {}
-    for nb_path in book.notebooks():   # each listed notebook checked before anything is written
-        nb = read_notebook(book.root, nb_path)
-        if not nb.metadata.get("kernelspec", {}).get("name"):
-            nb.metadata["kernelspec"] = dict(KERNELSPEC)
-        if not execute:
-            for cell in nb.cells:
-                if cell.cell_type == "code":
-                    cell.outputs, cell.execution_count = [], None
-        notebooks[src_dir / nb_path] = nbformat.writes(nb).encode()
-    wanted: dict[Path, bytes] = {src_dir / "index.md": index_markdown(book).encode(),
-                                 src_dir / MANIFEST_NAME: (book.root / MANIFEST_NAME).read_bytes()
-                                 if (book.root / MANIFEST_NAME).is_file() else b"", **notebooks}
-    for folder in sorted({(book.root / nb).parent for nb in book.notebooks()}):
-        for path in sorted(folder.rglob("*")):
-            relative = path.relative_to(book.root)
-            if path.is_file() and not SKIPPED & set(relative.parts) and path.suffix != ".pyc" \
-                    and not (path.suffix == ".ipynb" and relative.as_posix() not in listed) \
-                    and src_dir / relative not in wanted:
-                wanted[src_dir / relative] = path.read_bytes()
-    for path, data in wanted.items():
-        _write_if_changed(path, data)
-    if src_dir.is_dir():
-        for path in sorted(src_dir.rglob("*"), reverse=True):
-            if path.is_file() and path not in wanted and "mine" not in path.relative_to(src_dir).parts:
-                path.unlink()
+def lay_out(book: Book) -> Project:
+    """Check every listed notebook and return the project: the book's folder, its documents, its home."""
+    for nb_path in book.notebooks():
+        read_notebook(book.root, nb_path)
     docs = tuple(nb[: -len(".ipynb")] for nb in book.notebooks())
-    return Project(src_dir=src_dir, docs=docs)
+    return Project(src_dir=book.root, docs=docs)
 
 
 def sphinx_settings(book: Book, project: Project, cache_dir: Path, salt: str, execute: bool, timeout_s: float,
@@ -170,9 +140,13 @@ def sphinx_settings(book: Book, project: Project, cache_dir: Path, salt: str, ex
         "project": book.title, "author": ", ".join(book.authors) or book.title, "language": book.language,
         "copyright": ", ".join(book.authors) or book.title,
         "extensions": ["myst_nb", "sphinx_copybutton", "commlab.book.sphinx_ext"],
-        "root_doc": "index",
-        "include_patterns": ["index.md", *[f"{doc}.ipynb" for doc in project.docs]],
-        "exclude_patterns": ["**/mine/**", "**/.ipynb_checkpoints/**"],
+        "root_doc": project.root_doc,
+        "include_patterns": [f"{doc}.ipynb" for doc in project.docs],
+        # every other top folder and file of the book is not even walked (.git, .venv, _build, src, tests...)
+        "exclude_patterns": sorted({p.name for p in Path(project.src_dir).iterdir()
+                                    if p.name not in {PurePosixPath(doc).parts[0] for doc in project.docs}}
+                                   | {"**/mine", "**/.ipynb_checkpoints", "**/__pycache__"}),
+        "commlab_toc": toc_cell(book),
         "html_theme": "sphinx_book_theme",
         "html_title": book.title,
         "html_copy_source": True, "html_sourcelink_suffix": "", "html_show_sourcelink": False,
@@ -194,6 +168,8 @@ def sphinx_settings(book: Book, project: Project, cache_dir: Path, salt: str, ex
         "nb_execution_raise_on_error": True, "nb_execution_show_tb": True, "nb_execution_allow_errors": False,
         "nb_execution_in_temp": False,
         "nb_merge_streams": True,
+        # without --execute a page shows the source only, not outputs a notebook may carry from a run
+        "nb_remove_code_outputs": not execute,
         # no widget manager from a CDN: commlab.book.sphinx_ext draws every widget as it first appeared
         "nb_ipywidgets_js": {},
         "suppress_warnings": ["mystnb.unknown_mime_type", "myst.header"],

@@ -9,12 +9,14 @@
   buttons' icons; the link is dropped and the icons drawn by CSS (:data:`commlab.viz.export.ICON_CSS`).
 * **MathJax 3 with its TeX fonts, served from the pages' own folder** (``_static/mathjax``): the copy of the
   ``sphinx-mathjax-offline`` package (MathJax 3.2.2), or a folder given with ``--mathjax``.
-* **Search**: a scorer that ranks a page whose title names the searched word above pages that only mention
-  it, and snippets read without the formulas' TeX source (``static/commlab.js``), and the "Contents" button of a phone's page opening the page's contents
-  (the theme listens to the first of two such buttons, hidden at that width).
+* **Search and the phone's page**: a scorer that ranks a page whose title names the searched word above pages
+  that only mention it, snippets read without the formulas' TeX source, and the "Contents" button of the
+  article's header opening the page's contents (the theme listens to the first of two such buttons, which a
+  phone's width hides): ``static/commlab-scorer.js``, ``static/commlab.js``.
 """
 from __future__ import annotations
 
+import html
 import json
 import posixpath
 import shutil
@@ -163,6 +165,34 @@ def _copy_mathjax(app, exception) -> None:
     stamp.write_text(str(source.resolve()))
 
 
+def add_contents(app, docname: str, source: list[str]) -> None:
+    """The book's tables of contents (``commlab_toc``, MyST) added to the home page's notebook as it is read,
+    as a last Markdown cell: the notebook on disk is not touched."""
+    if docname != app.config.root_doc or not app.config.commlab_toc:
+        return
+    try:
+        nb = json.loads(source[0])
+    except ValueError:
+        return   # not JSON: MyST-NB reports the notebook as it is
+    if isinstance(nb, dict) and isinstance(nb.get("cells"), list):
+        cell = {"cell_type": "markdown", "metadata": {}, "source": app.config.commlab_toc}
+        if nb.get("nbformat", 4) >= 4 and nb.get("nbformat_minor", 0) >= 5:
+            cell["id"] = "commlab-contents"
+        nb["cells"].append(cell)
+        source[0] = json.dumps(nb)
+
+
+def _write_index(app, exception) -> None:
+    """``index.html``: the home page's address at the top of the edition, pointing at the home page."""
+    if exception is not None or app.builder is None or app.builder.format != "html":
+        return
+    home, title = html.escape(f"{app.config.root_doc}.html"), html.escape(str(app.config.project))
+    Path(app.builder.outdir, "index.html").write_text(
+        f'<!DOCTYPE html>\n<html lang="{app.config.language or "en"}"><head><meta charset="utf-8">'
+        f'<meta http-equiv="refresh" content="0; url={home}"><title>{title}</title></head>'
+        f'<body><p><a href="{home}">{title}</a></p></body></html>\n', encoding="utf-8")
+
+
 def widget_notes(env) -> int:
     """How many widget outputs the built pages show as stills."""
     return sum(getattr(env, "commlab_widget_notes", {}).values())
@@ -170,6 +200,9 @@ def widget_notes(env) -> int:
 
 def setup(app) -> dict:
     app.add_config_value("commlab_mathjax_dir", "", "env")
+    app.add_config_value("commlab_toc", "", "env")
+    app.connect("source-read", add_contents)
+    app.connect("build-finished", _write_index)
     app.connect("config-inited", _configure)
     app.connect("doctree-read", render_outputs, priority=400)
     app.connect("env-purge-doc", _purge)
