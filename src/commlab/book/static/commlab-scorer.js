@@ -1,6 +1,6 @@
 /* Sphinx search scorer (loaded before searchtools.js, which keeps a Scorer it finds): a section whose own
    heading names the searched words ranks first, then the pages whose title names them, then the pages that
-   only mention them; the home page, whose contents name everything, comes after the chapters. Searching
+   only mention them. Searching
    "ring" puts the ring chapter's "The ring" first, above another chapter's section that mentions rings.
    Everything else is Sphinx's default scoring. */
 var Scorer = {
@@ -14,7 +14,6 @@ var Scorer = {
     let bonus = 0;
     if (anchor && section && names(section)) bonus += 20;
     if (names(pageTitle)) bonus += 5;
-    if (docname === "index") bonus -= 10;
     return score + bonus;
   },
   objNameMatch: 11, objPartialMatch: 6,
