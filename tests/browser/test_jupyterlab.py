@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import nbformat
@@ -195,6 +196,24 @@ def test_a_to_html_player_shows_its_frame_and_plays_in_jupyterlab(page, lab_serv
                            timeout=20_000)
     page.locator(".jp-OutputArea-output div.animation").first.screenshot(path=str(output_dir / "lab_player.png"))
     assert errors == [], f"the player's script failed: {errors}"
+
+
+def test_a_chapter_opened_and_saved_in_jupyterlab_is_byte_for_byte_as_committed(page, lab_server, output_dir):
+    """JupyterLab writes its kernel's display name and language_info into a notebook it saves; the save hook
+    that make lab starts it with (commlab.book.hygiene.pre_save) keeps the committed metadata, so opening a
+    chapter does not dirty git."""
+    committed = REPO / WELCOME
+    copy = output_dir / "opened_welcome.ipynb"
+    shutil.copyfile(committed, copy)
+    LabNotebook(page, lab_server, copy.relative_to(REPO).as_posix())
+    before = copy.stat().st_mtime_ns
+    page.keyboard.press("Control+s")
+    page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=30_000)
+    deadline = time.monotonic() + 30
+    while copy.stat().st_mtime_ns == before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert copy.stat().st_mtime_ns != before, "JupyterLab did not save the notebook"
+    assert copy.read_bytes() == committed.read_bytes(), "a save in JupyterLab changed the committed notebook"
 
 
 # --- the book ------------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ KERNEL_ENV = ("CUDA_VISIBLE_DEVICES",)
 VERSIONED = ("torch", "numpy", "matplotlib", "ipywidgets", "ipykernel", "nbclient", "jupyter-cache", "nbformat")
 #: Files of commlab.book that only turn executed notebooks into pages: editing them changes no output.
 RENDERING_ONLY = {"book/" + name for name in ("build.py", "project.py", "reading.py", "sphinx_ext.py",
-                                              "widgets.py", "static")}
+                                              "widgets.py", "hygiene.py", "static")}
 CACHE_FOLDER = "jupyter-cache"
 
 
