@@ -152,12 +152,16 @@ def set_theme(page, mode: str) -> None:
 
 
 CONTRAST = """(selector) => {
-  const parse = (c) => { const m = c.match(/[\\d.]+/g).map(Number); return [m[0], m[1], m[2], m.length > 3 ? m[3] : 1]; };
-  const lum = ([r, g, b]) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
-                               return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
-  const background = (el) => { for (let e = el; e; e = e.parentElement) { const c = parse(getComputedStyle(e).backgroundColor);
-                                 if (c[3] > 0.5) return c; }
-                               return [255, 255, 255, 1]; };
+  const parse = (c) => { const m = c.match(/[\\d.]+/g).map(Number);
+                         return [m[0], m[1], m[2], m.length > 3 ? m[3] : 1]; };
+  const lum = ([r, g, b]) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+    return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b); };
+  const background = (el) => {
+    for (let e = el; e; e = e.parentElement) {
+      const c = parse(getComputedStyle(e).backgroundColor);
+      if (c[3] > 0.5) return c; }
+    return [255, 255, 255, 1]; };
   const el = document.querySelector(selector);
   if (!el) return null;
   const fg = lum(parse(getComputedStyle(el).color)), bg = lum(background(el));

@@ -1,7 +1,7 @@
 """The Sphinx project of the static edition: the book's own folder, read in place, and its settings.
 
-Sphinx reads the listed notebooks where they are (``include_patterns``; every other top folder of the book,
-``labs/mine/`` and checkpoints excluded, so nothing else is even walked), and MyST-NB runs each one with its
+Sphinx reads the listed notebooks where they are (``include_patterns``; hidden and ``_build``-like folders,
+``labs/mine/`` and checkpoints excluded), and MyST-NB runs each one with its
 own folder as the current directory, as JupyterLab and nbval do: a chapter reads the repository's files and
 finds its ``book.toml``, a lab keeps its scripts beside it. Nothing is written into the book. The first
 listed notebook is the home page (its map of the book, chapter 00's, is its content), and the book's parts
@@ -21,7 +21,7 @@ import os
 import shutil
 import sys
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from commlab.book.manifest import Book
 from commlab.book.reading import read_notebook
@@ -142,10 +142,9 @@ def sphinx_settings(book: Book, project: Project, cache_dir: Path, salt: str, ex
         "extensions": ["myst_nb", "sphinx_copybutton", "commlab.book.sphinx_ext"],
         "root_doc": project.root_doc,
         "include_patterns": [f"{doc}.ipynb" for doc in project.docs],
-        # every other top folder and file of the book is not even walked (.git, .venv, _build, src, tests...)
-        "exclude_patterns": sorted({p.name for p in Path(project.src_dir).iterdir()
-                                    if p.name not in {PurePosixPath(doc).parts[0] for doc in project.docs}}
-                                   | {"**/mine", "**/.ipynb_checkpoints", "**/__pycache__"}),
+        # hidden and underscore folders (.git, .venv, _build) are not even walked; the same list every build,
+        # so that a new file in the book's folder does not make Sphinx read every page again
+        "exclude_patterns": [".*", "_*", "**/mine", "**/.ipynb_checkpoints", "**/__pycache__", "node_modules"],
         "commlab_toc": toc_cell(book),
         "html_theme": "sphinx_book_theme",
         "html_title": book.title,
