@@ -68,11 +68,11 @@ def mathjax_source(config_dir: str) -> Path:
             raise CommlabError(f"--mathjax {config_dir!r} has no {MATHJAX_ENTRY}; expected a MathJax 3 folder "
                                "(its es5/ folder, or the sphinx-mathjax-offline package's static/mathjax)")
         return folder
-    folder = packaged_mathjax()
-    if folder is None:
+    packaged = packaged_mathjax()
+    if packaged is None:
         raise CommlabError("the static edition serves MathJax from a local copy, and none is installed: "
                            "pip install 'commlab[book]' (it brings sphinx-mathjax-offline), or pass --mathjax DIR")
-    return folder
+    return packaged
 
 
 def _page_notebook(docname: str) -> str:

@@ -16,17 +16,22 @@ from typing import Protocol
 
 
 class _PartLike(Protocol):
-    title: str
-    chapters: tuple[str, ...]
-    labs: tuple[str, ...]
+    @property
+    def title(self) -> str: ...
+    @property
+    def chapters(self) -> tuple[str, ...]: ...
+    @property
+    def labs(self) -> tuple[str, ...]: ...
 
 
 class Listing(Protocol):
     """What the table of contents reads of a book (:class:`commlab.book.manifest.Book` has it): the folder
     and the parts. A protocol, so that the manifest can import this module and not the other way round."""
 
-    root: Path
-    parts: Sequence[_PartLike]
+    @property
+    def root(self) -> Path: ...
+    @property
+    def parts(self) -> Sequence[_PartLike]: ...
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(?P<title>.+?)\s*#*\s*$")
 _NUMBER_PREFIX = re.compile(r"^\d+[_-]+")
