@@ -263,6 +263,7 @@ def test_search_puts_the_chapters_own_section_first_without_tex(reader, edition,
         assert "05_ring" in first.get_attribute("href") and "The ring" in first.inner_text(), first.inner_text()
         snippets = reader.locator("#search-results p.context").all_inner_texts()
         assert snippets and not any(tex in s for s in snippets for tex in ("\\frac", "\\cdot", "\\(", "$")), snippets
+        assert not any("System Settings" in s or "Light Dark" in s for s in snippets), snippets   # no theme buttons
         widest = reader.evaluate("() => Math.max(...Array.from(document.querySelectorAll('#search-results li'))"
                                  ".map(e => e.getBoundingClientRect().right))")
         assert widest <= viewport["width"], f"search results run to {widest} px at {viewport['width']} px"

@@ -2,13 +2,16 @@
 (function () {
   /* 1. Search snippets without the formulas' TeX source: Sphinx builds a result's snippet from the text of
      its page, where a formula is still "\(2(N-1)/N\)" before MathJax typesets it; each formula is left out
-     of that text (an ellipsis stands for it). */
+     of that text (an ellipsis stands for it), and so are the theme's buttons ("Light Dark", "Contents"). */
   function patchSearch() {
     if (typeof Search === "undefined" || Search.commlabPatched) return;
     const original = Search.htmlToText;
     Search.htmlToText = (htmlString, anchor) => {
       const doc = new DOMParser().parseFromString(htmlString, "text/html");
       doc.querySelectorAll(".math, mjx-container, script[type^='math/']").forEach((el) => el.replaceWith("\u2026"));
+      // and without the theme's buttons and page contents, which sit inside the page's main element
+      doc.querySelectorAll(".bd-header-article, .bd-sidebar-secondary, .prev-next-area, .bd-footer-article")
+        .forEach((el) => el.remove());
       return original(doc.documentElement.outerHTML, anchor).replace(/\$\$?[^$]*\$\$?/g, "\u2026");
     };
     Search.commlabPatched = true;
