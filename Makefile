@@ -61,7 +61,8 @@ git-filter:
 # JupyterLab refuses to run as root without --allow-root (containers, cloud GPU boxes)
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-lab: install-book git-filter
+lab: install-book
+	@$(MAKE) --no-print-directory git-filter
 	$(VENV)/bin/jupyter lab --ServerApp.ip=$(LAB_HOST) --ServerApp.port=$(LAB_PORT) $(ALLOW_ROOT) \
 		--ServerApp.root_dir=$(CURDIR) --ContentsManager.pre_save_hook=commlab.book.hygiene.pre_save \
 		chapters/00_welcome.ipynb

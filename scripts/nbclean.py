@@ -16,6 +16,7 @@ HYGIENE = Path(__file__).resolve().parents[1] / "src" / "commlab" / "book" / "hy
 
 
 def main() -> int:
+    sys.dont_write_bytecode = True   # a filter git runs writes nothing into the work tree
     spec = importlib.util.spec_from_file_location("commlab_hygiene", HYGIENE)
     assert spec is not None and spec.loader is not None, HYGIENE
     hygiene = importlib.util.module_from_spec(spec)
