@@ -1,12 +1,16 @@
 # commlab: the two commands of the README, and a few more.
 #   make lab      create .venv, install commlab with the book's tools ([book]), open the book in JupyterLab
-#                 (127.0.0.1, with a token)
+#                 (127.0.0.1, with a token; a save keeps the notebook's metadata as committed:
+#                 commlab.book.hygiene.pre_save)
 #   make test     create .venv, install commlab[book,test], run every test (lint, unit, distributed, notebooks,
 #                 browser)
 #   make lint     ruff (src, tests, benchmarks, labs/scripts) and mypy (src/commlab), as configured in pyproject.toml
 #   make book     build the static HTML edition under _build/html (notebooks whose content did not change are
 #                 not executed again; `make book BOOK_FLAGS=--rebuild` executes them all)
 #   make install  the development environment: what `make test` installs, without running anything
+#   make git-filter  (run by lab and install) register scripts/nbclean.py as git's clean filter for *.ipynb
+#                 (.gitattributes): a notebook JupyterLab saved with its kernel's metadata, or with outputs,
+#                 is not a change to commit
 # Every install uses constraints.txt (the exact torch CI tests). On a Linux machine without a GPU,
 # TORCH_INDEX=https://download.pytorch.org/whl/cpu installs torch's CPU wheel (about 200 MB) instead of PyPI's
 # CUDA build (several GB): make lab TORCH_INDEX=https://download.pytorch.org/whl/cpu
@@ -27,7 +31,7 @@ STAMP_BOOK := $(VENV)/.commlab-book
 STAMP_TEST := $(VENV)/.commlab-book-test
 PIP := $(PY) -m pip install --quiet -c $(CONSTRAINTS)
 
-.PHONY: install install-book lab lint test test-unit test-notebooks test-browser book benchmarks clean venv
+.PHONY: install install-book git-filter lab lint test test-unit test-notebooks test-browser book benchmarks clean venv
 
 venv:
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,14 +50,22 @@ $(STAMP_TEST): pyproject.toml $(CONSTRAINTS)
 
 install-book: $(STAMP_BOOK)
 
-install: $(STAMP_TEST)
+install: $(STAMP_TEST) git-filter
+
+# only inside a git checkout (a release tarball has none); the filter runs from the checkout's top folder
+git-filter:
+	@if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then \
+		git config filter.commlab-notebook.clean '$(PYTHON) scripts/nbclean.py' && \
+		git config filter.commlab-notebook.required false; fi
 
 # JupyterLab refuses to run as root without --allow-root (containers, cloud GPU boxes)
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 lab: install-book
+	@$(MAKE) --no-print-directory git-filter
 	$(VENV)/bin/jupyter lab --ServerApp.ip=$(LAB_HOST) --ServerApp.port=$(LAB_PORT) $(ALLOW_ROOT) \
-		--ServerApp.root_dir=$(CURDIR) chapters/00_welcome.ipynb
+		--ServerApp.root_dir=$(CURDIR) --ContentsManager.pre_save_hook=commlab.book.hygiene.pre_save \
+		chapters/00_welcome.ipynb
 
 test: install
 	bash scripts/install_browser.sh

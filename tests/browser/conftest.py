@@ -147,6 +147,7 @@ def lab_server(chromium, tmp_path_factory) -> LabServer:
            "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={REPO}",
            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
            "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: read kernel status and outputs
+           "--ContentsManager.pre_save_hook=commlab.book.hygiene.pre_save",  # as make lab starts it
            f"--FileCheckpoints.checkpoint_dir={home / 'checkpoints'}"]  # no .ipynb_checkpoints in the repo
     cmd += ["--allow-root"] if os.geteuid() == 0 else []  # CI and containers run as root
     with open(log, "w") as log_file:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import nbformat
@@ -27,6 +28,8 @@ WELCOME = "chapters/00_welcome.ipynb"
 RING_CHAPTER = "chapters/05_ring_allreduce.ipynb"
 README_SHOT = REPO / "docs" / "screenshots" / "ring_animation.png"
 RUN_TIMEOUT_MS = 300_000
+#: A laptop's window: the ring widget (controls, rings, caption) must fit it below JupyterLab's bars.
+WINDOW_HEIGHT_PX = 1000
 
 FIND_PANEL = """(path) => Array.from(window.jupyterapp.shell.widgets('main'))
     .find(w => w.context && w.context.path === path && w.content && w.content.model)"""
@@ -166,6 +169,53 @@ def test_harness_sees_error_outputs_and_a_playing_widget(page, lab_server, outpu
     press_play_and_check_it_moves(page, ring_widget(page), output_dir, "scratch_widget")
 
 
+PLAYER = """from IPython.display import HTML
+from commlab.viz.animation import ScheduleAnimation
+HTML(ScheduleAnimation("ring-all-reduce", 3).to_html(interval_ms=200))"""
+
+
+def test_a_to_html_player_shows_its_frame_and_plays_in_jupyterlab(page, lab_server, output_dir):
+    """The self-contained player of chapters 05 and 06 (``to_html``): JupyterLab runs an output's scripts
+    before it puts the output on the page; the frame must still be drawn, not 0 x 0 under its buttons."""
+    scratch = output_dir / "scratch_player.ipynb"
+    nb = new_notebook(cells=[new_markdown_cell("# Player check"), new_code_cell(PLAYER)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, scratch)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)[-200:]))
+    notebook = LabNotebook(page, lab_server, scratch.relative_to(REPO).as_posix())
+    notebook.run_all()
+    assert notebook.errors() == []
+    frame = page.locator(".jp-OutputArea-output div.animation img").first
+    frame.wait_for()
+    page.wait_for_function("(img) => img.naturalWidth > 0 && img.getBoundingClientRect().height > 50",
+                           arg=frame.element_handle(), timeout=20_000)
+    before = frame.get_attribute("src")
+    page.locator(".jp-OutputArea-output div.animation button:has(.fa-play)").last.click()
+    page.wait_for_function("([img, src]) => img.getAttribute('src') !== src", arg=[frame.element_handle(), before],
+                           timeout=20_000)
+    page.locator(".jp-OutputArea-output div.animation").first.screenshot(path=str(output_dir / "lab_player.png"))
+    assert errors == [], f"the player's script failed: {errors}"
+
+
+def test_a_chapter_opened_and_saved_in_jupyterlab_is_byte_for_byte_as_committed(page, lab_server, output_dir):
+    """JupyterLab writes its kernel's display name and language_info into a notebook it saves; the save hook
+    that make lab starts it with (commlab.book.hygiene.pre_save) keeps the committed metadata, so opening a
+    chapter does not dirty git."""
+    committed = REPO / WELCOME
+    copy = output_dir / "opened_welcome.ipynb"
+    shutil.copyfile(committed, copy)
+    LabNotebook(page, lab_server, copy.relative_to(REPO).as_posix())
+    before = copy.stat().st_mtime_ns
+    page.keyboard.press("Control+s")
+    page.wait_for_function("() => !document.querySelector('.jp-mod-dirty')", timeout=30_000)
+    deadline = time.monotonic() + 30
+    while copy.stat().st_mtime_ns == before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert copy.stat().st_mtime_ns != before, "JupyterLab did not save the notebook"
+    assert copy.read_bytes() == committed.read_bytes(), "a save in JupyterLab changed the committed notebook"
+
+
 # --- the book ------------------------------------------------------------------------------------------
 
 @pytest.mark.skipif(not (REPO / WELCOME).exists(), reason=f"{WELCOME} is not written yet")
@@ -175,8 +225,18 @@ def test_welcome_chapter_runs_in_jupyterlab_without_errors(page, lab_server, out
 
 @pytest.mark.skipif(not (REPO / RING_CHAPTER).exists(), reason=f"{RING_CHAPTER} is not written yet")
 def test_ring_animation_plays_in_jupyterlab(page, lab_server, output_dir):
+    page.set_viewport_size({"width": 1280, "height": WINDOW_HEIGHT_PX})
     run_clean(page, lab_server, RING_CHAPTER, output_dir)
-    after = press_play_and_check_it_moves(page, ring_widget(page), output_dir, "ring_animation")
+    box = ring_widget(page)
+    box.scroll_into_view_if_needed()
+    page.wait_for_timeout(500)
+    top_px = page.locator(".jp-NotebookPanel-toolbar").first.bounding_box()
+    height_px = box.bounding_box()["height"]
+    room_px = WINDOW_HEIGHT_PX - (top_px["y"] + top_px["height"] if top_px else 0)
+    assert height_px <= room_px, (f"the ring widget is {height_px:.0f} px tall: its controls, rings and caption do "
+                                  f"not fit the {room_px:.0f} px a {WINDOW_HEIGHT_PX} px window leaves below "
+                                  "JupyterLab's bars")
+    after = press_play_and_check_it_moves(page, box, output_dir, "ring_animation")
     if os.environ.get("COMMLAB_UPDATE_SCREENSHOTS") == "1":
         README_SHOT.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(after, README_SHOT)

@@ -168,8 +168,6 @@ def test_no_import_circles_outside_the_book():
     assert not circles, f"modules that import each other (directly or round a loop): {circles}"
 
 
-@pytest.mark.xfail(strict=True, reason="book.manifest and book.toc import each other; the static-site rewrite "
-                                        "removes the circle (then this test passes and the mark goes)")
 def test_no_import_circles_in_the_book():
     circles = [c for c in _circles() if all(m.startswith("commlab.book.") for m in c)]
     assert not circles, f"modules of commlab.book that import each other: {circles}"

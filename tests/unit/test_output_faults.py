@@ -42,9 +42,9 @@ def small_book(root: Path) -> Path:
 
 
 def fake_mathjax(folder: Path) -> Path:
-    (folder / "config").mkdir(parents=True)
-    (folder / "MathJax.js").write_text("/* MathJax */")
-    (folder / "config" / "TeX-AMS_CHTML-full.js").write_text("/* config */")
+    """A folder that passes for MathJax 3 (the static edition's --mathjax)."""
+    folder.mkdir(parents=True)
+    (folder / "tex-chtml.js").write_text("/* MathJax 3 */")
     return folder
 
 
@@ -185,9 +185,19 @@ def test_book_build_into_a_read_only_folder_names_it_before_any_work(tmp_path, r
     assert str(folder / "html") in err and "Read-only file system" in err
 
 
-def test_book_build_on_a_full_disk_names_the_file_and_leaves_no_half_page(tmp_path, full_disk, capsys):
+def test_book_build_on_a_full_disk_names_the_file_and_leaves_no_half_page(tmp_path, monkeypatch, capsys):
+    import builtins
+
     manifest = small_book(tmp_path / "book")
-    out = full_disk(tmp_path / "html")
+    out = (tmp_path / "html").resolve()
+    real_open = builtins.open
+
+    def full_open(file, mode="r", *args, **kwargs):   # Sphinx writes its pages with open(), not commlab.output
+        if any(m in mode for m in "wax") and Path(str(file)).resolve().is_relative_to(out):
+            raise OSError(errno.ENOSPC, "No space left on device", str(file))
+        return real_open(file, mode, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", full_open)
     status = main(["book", "--manifest", str(manifest), "build", "--out", str(out),
                    "--mathjax", str(fake_mathjax(tmp_path / "mj"))])
     err = one_line_error(capsys, "book")
@@ -251,11 +261,11 @@ def test_book_build_without_the_book_extra_names_it(tmp_path, monkeypatch, capsy
 
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "nbconvert" else real_find_spec(name, *a))
+                        lambda name, *a: None if name == "myst_nb" else real_find_spec(name, *a))
     manifest = small_book(tmp_path / "book")
     assert main(["book", "--manifest", str(manifest), "build", "--out", str(tmp_path / "html")]) == 2
     err = one_line_error(capsys, "book")
-    assert "nbconvert" in err and "pip install 'commlab[book]'" in err and not (tmp_path / "html").exists()
+    assert "myst_nb" in err and "pip install 'commlab[book]'" in err and not (tmp_path / "html").exists()
 
 
 # --- the same on real file systems -----------------------------------------------------------------------

@@ -20,7 +20,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SRC = ROOT / "src" / "commlab"
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
 JUPYTER = {"jupyterlab", "ipywidgets", "ipykernel", "ipython", "nbconvert", "nbclient", "nbformat", "notebook",
-           "jupyter-client", "jupyter-server", "jupyter-server-mathjax", "pyzmq"}
+           "jupyter-client", "jupyter-server", "jupyter-server-mathjax", "pyzmq", "sphinx", "myst-nb",
+           "sphinx-book-theme", "sphinx-copybutton", "sphinx-mathjax-offline", "jupyter-cache",
+           "docutils"}
 #: conda-forge's names for the PyPI distributions environment.yml takes from conda
 CONDA_NAMES = {"pytorch": "torch", "matplotlib-base": "matplotlib"}
 
@@ -65,8 +67,8 @@ def test_the_core_has_no_jupyter_and_the_book_extra_has_it():
     core, book = requirements(), requirements("book")
     assert set(core) >= {"numpy", "matplotlib", "torch", "cloudpickle", "nvidia-ml-py", "tqdm"}
     assert not set(core) & JUPYTER, f"Jupyter in the core: {set(core) & JUPYTER}"
-    assert set(book) >= {"jupyterlab", "ipywidgets", "ipykernel", "ipython", "nbconvert", "nbclient", "nbformat",
-                         "jupyter-server-mathjax"}
+    assert set(book) >= {"jupyterlab", "ipywidgets", "ipykernel", "ipython", "nbclient", "nbformat", "sphinx",
+                         "myst-nb", "sphinx-book-theme", "sphinx-copybutton", "sphinx-mathjax-offline"}
     assert set(requirements("test")) >= {"pytest", "nbval", "playwright"}
     assert not any(re.match(r"pynvml\b", d) for d in PROJECT["dependencies"])  # nvidia-ml-py is the kept one
 

@@ -102,10 +102,12 @@ def test_measured_ring_busbw_stays_under_the_bound_and_nvls_passes_it():
     assert no_p2p < a40.ring_busbw_GBps / 10 and any("P2P" in s for s in a40.sentences)
 
 
-def test_unknown_gpu_model_leaves_the_nvlink_bound_open():
+def test_unknown_gpu_model_gets_the_floor_of_the_oldest_generation_with_that_many_links():
     two = parse_topo_text((DATA / "two_gpu_nv2_hf.txt").read_text())
     result = advice(two)
-    assert result.ring_busbw_GBps is None and "NVLink generation unknown" in result.ring_rule
+    # NVLink 2 to 4 run 25 GB/s per link and direction; NVLink 5 twice that: the bound is a floor, said so
+    assert result.ring_busbw_GBps == pytest.approx(2 * 25.0)
+    assert "oldest generation" in result.ring_rule and "floor" in result.ring_rule
     assert result.nvlink_groups == ((0, 1),) and result.tp_size == 2
 
 

@@ -35,7 +35,7 @@ def test_writes_gif_and_pngs(tmp_path):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["animate", "ring", "--out", "x.html"], "unknown algorithm 'ring'"),
+    (["animate", "rung", "--out", "x.html"], "unknown algorithm 'rung'"),
     (["animate", "ring-all-reduce", "--ranks", "17", "--out", "x.html"], "from 2 to 16, got 17"),
     (["animate", "ring-all-reduce", "--ranks", "1", "--out", "x.html"], "got 1"),
     (["animate", "ring-all-reduce", "--ranks", "four", "--out", "x.html"], "'four'"),

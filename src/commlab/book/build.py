@@ -1,70 +1,42 @@
-"""The static HTML edition: one page per notebook in book.toml's order, an index, a search, links between them.
+"""The static HTML edition: Sphinx with MyST-NB and sphinx-book-theme, built offline.
 
-``commlab book build`` (``make book`` adds ``--execute``) converts each notebook with nbconvert's ``lab``
-template, changed so that the page needs no network: no require.js, no widget manager from a CDN, MathJax
-from a local copy when there is one (:mod:`commlab.book.mathjax`). Text/HTML outputs such as a ``to_jshtml``
-animation pass through (self-contained HTML and JavaScript; Font Awesome's CDN link is dropped and its icons
-drawn by CSS); each widget output becomes its still picture and a note (:mod:`commlab.book.widgets`). Every
-page gets the header, sidebar and navigation of :mod:`commlab.book.layout`, and a copy of its notebook to
-download; the search index covers every page (:mod:`commlab.book.search`).
+``commlab book build`` (``make book`` adds ``--execute``) lays the listed notebooks out as a Sphinx project in
+``<cache>/src`` (:mod:`commlab.book.project`: an index page whose tables of contents follow ``book.toml``, a
+copy of each listed notebook's folder) and runs Sphinx on it: MyST-NB renders each notebook, and with
+``--execute`` runs it first through its execution cache (jupyter-cache, under ``<cache>/jupyter-cache``), so a
+notebook whose code did not change is not run again. sphinx-book-theme draws the pages (navigation, per-page
+contents, search, a download of each notebook, light and dark themes), sphinx-copybutton puts a copy button
+on code. What commlab alone needs is the small extension :mod:`commlab.book.sphinx_ext`: widgets drawn as
+they first appeared, animation players that fetch nothing, MathJax 3 with its TeX fonts from a local copy.
 
-An executed notebook is kept in a cache (:mod:`commlab.book.cache`): the next build executes only the
-notebooks whose content, folder or environment changed. ``log`` gets a line per page as the build goes:
-``[i/n] notebook -> page (executed in 12.3 s | unchanged, not executed again | source only)``.
+The jupyter-cache key of a notebook is its code. What else its outputs depend on (commlab's own code and
+data, the files of its folder such as a lab's scripts, the kernel's environment) is hashed into the name of
+the cache folder (:func:`commlab.book.project.environment_salt`), so a change there runs the book again;
+``labs/mine/`` (the reader's own lab code, and lock files a run leaves) is no part of either.
 """
 from __future__ import annotations
 
-import posixpath
+import io
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
-from commlab.book import mathjax
-from commlab.book.cache import ExecutionCache, environment_salt, notebook_key
 from commlab.book.check import listing_problems
-from commlab.book.layout import head_html, header_html, index_html, install_static, root_of, scripts_html, sidebar_html
 from commlab.book.manifest import Book
-from commlab.book.pages import INDEX, nav_html, neighbours, page_path
-from commlab.book.preprocess import drop_font_awesome, linked_files, rewrite_notebook_links, strip_outputs
-from commlab.book.reading import read_notebook
-from commlab.book.search import INDEX_FILE, PageEntry, Section, build_index, index_script, page_sections
-from commlab.book.toc import notebook_title
-from commlab.book.widgets import render_widgets
+from commlab.book.project import environment_salt, lay_out, sphinx_settings
 from commlab.errors import CommlabError
-from commlab.output import check_writable_dir, describe, write_atomic
+from commlab.output import check_writable_dir, describe
 
 DEFAULT_OUT_DIR = Path("_build/html")
 CACHE_NAME = ".commlab-book-cache"
+INDEX = "index.html"
 #: Modules a build imports, by what needs them, and the extra that installs them.
-TOOLS = {"any": ("nbformat", "nbconvert", "jupyter_core"),
-         "execute": ("nbclient", "ipykernel", "jupyter_client", "zmq")}
-
-#: nbconvert's lab page with commlab's changes: no require.js (nothing on the pages needs it), no widget
-#: manager (widgets are stills), the book's style and scripts, and marks where the build puts the header,
-#: the sidebar and the navigation bars once the page's headings are known.
-PAGE_TEMPLATE = """{%- extends 'index.html.j2' -%}
-{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
-{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
-{%- block html_head_css -%}{{ resources.commlab_head }}{%- endblock html_head_css -%}
-{%- block body_header -%}
-<body class="commlab-page" data-jp-theme-light="true" data-jp-theme-name="JupyterLab Light" \
-data-commlab-root="{{ resources.commlab_root }}">
-<!--commlab:header-->
-<div class="commlab-layout">
-<!--commlab:sidebar-->
-<main id="commlab-content" class="commlab-content">
-<!--commlab:nav-top-->
-{%- endblock body_header -%}
-{%- block body_footer -%}
-<!--commlab:nav-bottom-->
-</main>
-</div>
-{{ resources.commlab_scripts }}
-</body>
-{%- endblock body_footer -%}
-"""
+TOOLS = {"any": ("nbformat", "sphinx", "myst_nb", "sphinx_book_theme", "sphinx_copybutton"),
+         "execute": ("jupyter_cache", "nbclient", "ipykernel", "jupyter_client", "zmq")}
 
 
 @dataclass(frozen=True)
@@ -74,18 +46,18 @@ class BuildConfig:
     out_dir: Path = DEFAULT_OUT_DIR
     """Where the pages go; created when missing. Relative paths are relative to the current directory."""
     execute: bool = False
-    """Run each notebook first (nbclient), so the pages show outputs; otherwise pages show the source only."""
+    """Run each notebook first (MyST-NB's cache mode), so the pages show outputs; else the source only."""
     timeout_s: float = 300.0
     """Longest time one cell may run when executing, in seconds."""
     mathjax_dir: Path | None = None
-    """A MathJax 2.7 folder to copy next to the pages; None: the jupyter-server-mathjax copy, else the CDN."""
+    """A MathJax 3 folder (holding ``tex-chtml.js``) to serve the formulas from; None: the copy shipped by
+    the ``sphinx-mathjax-offline`` package (MathJax 3.2.2 with its TeX fonts)."""
     kernel_env: tuple[tuple[str, str], ...] = ()
     """When executing, extra environment variables for the notebooks' kernel, as (name, value) pairs; part of
-    the cache key. ``commlab book build`` passes the labs' switch to their reference solutions here (a lab is
-    committed with cells for the reader to fill in, which fail until they are written); the book layer itself
-    knows nothing of the labs."""
+    the cache's name. ``commlab book build`` passes the manifest's ``[execute] env`` here."""
     cache_dir: Path | None = None
-    """Where executed notebooks are kept between builds; None: ``.commlab-book-cache`` next to ``out_dir``."""
+    """Where the Sphinx project, its doctrees and the execution cache are kept between builds; None:
+    ``.commlab-book-cache`` next to ``out_dir``."""
     use_cache: bool = True
     """False (``--rebuild``): execute every notebook again, and store the new results."""
 
@@ -109,10 +81,11 @@ class BuildResult:
     pages: tuple[str, ...]          # posix paths relative to out_dir, in reading order; index.html last
     executed: bool
     n_widget_notes: int             # widget outputs shown as a still picture with a note
-    mathjax_local: bool             # False: formulas need the MathJax CDN (network)
+    mathjax_local: bool             # True: MathJax and its fonts are served from out_dir (always, today)
     n_executed: int = 0             # notebooks run by this build
     n_cached: int = 0               # notebooks unchanged since an earlier build, not run again
     elapsed_s: float = 0.0
+    warnings: tuple[str, ...] = ()  # Sphinx's warnings, one line each
 
 
 def require_tools(execute: bool) -> None:
@@ -132,126 +105,149 @@ def require_tools(execute: bool) -> None:
                            "pip install 'commlab[book]' (or make book)")
 
 
-def _exporter(book: Book):
-    from nbconvert import HTMLExporter
-
-    return HTMLExporter(template_name="lab", raw_template=PAGE_TEMPLATE, embed_images=True,
-                        language_code=book.language, theme="light")
-
-
-def _render(exporter, book: Book, notebook: str, nb, query: str | None) -> str:
-    """The page of ``notebook`` (already executed or stripped) as HTML, its links pointing at pages."""
-    page = page_path(notebook)
-    nb.metadata["title"] = f"{notebook_title(book.root / notebook)} - {book.title}"
-    exporter.mathjax_url = mathjax.url_for(page, query)
-    resources = {"metadata": {"path": str((book.root / notebook).parent), "name": Path(notebook).stem},
-                 "commlab_head": head_html(page), "commlab_root": root_of(page),
-                 "commlab_scripts": scripts_html(page)}
-    body, _ = exporter.from_notebook_node(nb, resources=resources)
-    return rewrite_notebook_links(drop_font_awesome(body))
+@contextmanager
+def _kernel_environment(extra: tuple[tuple[str, str], ...]) -> Iterator[None]:
+    """``extra`` in os.environ while the build runs (jupyter-cache starts the kernel with this process's
+    environment), then the environment as it was."""
+    saved = {name: os.environ.get(name) for name, _ in extra}
+    os.environ.update(dict(extra))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
-def _dress(book: Book, notebook: str, body: str) -> tuple[str, list[Section]]:
-    """Put the header, the sidebar (with the page's own sections) and the navigation bars into ``body``."""
-    page, sections = page_path(notebook), page_sections(body)
-    around = neighbours(book, notebook)
-    parts = {"header": header_html(book, page, posixpath.basename(notebook)),
-             "sidebar": sidebar_html(book, page, sections),
-             "nav-top": nav_html(around, "top"), "nav-bottom": nav_html(around, "bottom")}
-    for mark, chrome in parts.items():
-        body = body.replace(f"<!--commlab:{mark}-->", chrome, 1)
-    return body, sections
+class _LineLog(io.StringIO):
+    """A stream for Sphinx's status output that hands each finished line to ``log``."""
+
+    #: Sphinx's lines that say nothing a reader of the build needs (MyST's whole configuration, every file).
+    QUIET = ("myst v", "myst-nb v", "Writing evaluated template", "[IPKernelApp] WARNING | Kernel is running over TCP")
+
+    def __init__(self, log: Callable[[str], None], src_dir: Path) -> None:
+        super().__init__()
+        self.log, self.pending, self.prefix = log, "", str(src_dir) + os.sep
+
+    def write(self, text: str) -> int:
+        self.pending += text
+        *lines, self.pending = self.pending.split("\n")
+        for line in lines:
+            if line.strip() and not line.startswith(self.QUIET):
+                self.log(line.rstrip().replace(self.prefix, ""))
+        return len(text)
 
 
-def _copy_linked(book: Book, page: str, body: str, out_dir: Path) -> None:
-    """Copy the files that ``page`` links to (scripts, figures) from the book into ``out_dir``."""
-    for target in linked_files(body, page):
-        source = book.root / target
-        if source.is_file():
-            (out_dir / target).parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(out_dir / target, source.read_bytes())
+def _execution_counts(app, docs: tuple[str, ...], start_s: float) -> tuple[int, int]:
+    """(executed by this build, not executed again) among ``docs``: MyST-NB stamps the notebooks it ran
+    with the time it ran them; a page whose notebook came from the cache, or that Sphinx did not read again
+    because nothing changed, keeps an older stamp."""
+    metadata = getattr(app.env, "nb_metadata", {}) or {}
+    executed = sum(1 for doc in docs if (metadata.get(doc, {}).get("exec_data") or {}).get("mtime", 0) >= start_s)
+    return executed, len(docs) - executed
 
 
-class _Builder:
-    """One build: reads, executes (or takes from the cache), renders and writes every page."""
-
-    def __init__(self, book: Book, config: BuildConfig, log: Callable[[str], None]) -> None:
-        self.book, self.config, self.log = book, config, log
-        # BuildConfig.__post_init__ makes cache_dir a Path (next to out_dir when it is given as None)
-        self.cache = ExecutionCache(cast(Path, config.cache_dir)) if config.execute else None
-        self.salt = environment_salt(config.kernel_env) if config.execute else ""
-        self.n_executed = self.n_cached = self.n_widgets = 0
-
-    def _execute(self, notebook: str, nb, step: str):
-        """``nb`` executed, from the cache when its key is there; also says which ("executed"/"unchanged")."""
-        from commlab.book.execute import execute_notebook
-
-        if self.cache is None:
-            raise RuntimeError(f"{notebook}: a build without --execute executes nothing")
-        key = notebook_key(self.book.root, notebook, self.salt)
-        cached = self.cache.get(notebook, key) if self.config.use_cache else None
-        if cached is not None:
-            self.n_cached += 1
-            return cached, "unchanged since the last build, not executed again"
-        self.log(f"{step} executing {notebook} ...")
-        execute_notebook(nb, (self.book.root / notebook).parent, notebook, self.config.timeout_s,
-                         dict(self.config.kernel_env))
-        self.cache.put(notebook, key, nb)
-        self.n_executed += 1
-        return nb, "executed"
-
-    def page(self, exporter, notebook: str, query: str | None, step: str) -> PageEntry:
-        """Write the page of ``notebook`` and its downloadable copy; return its search entry."""
-        start_s, out_dir = time.perf_counter(), self.config.out_dir
-        nb = read_notebook(self.book.root, notebook)
-        if self.config.execute:
-            nb, how = self._execute(notebook, nb, step)
-        else:
-            nb, how = strip_outputs(nb), "source only"
-        self.n_widgets += render_widgets(nb, download=posixpath.basename(notebook))
-        body, sections = _dress(self.book, notebook, _render(exporter, self.book, notebook, nb, query))
-        page = page_path(notebook)
-        (out_dir / page).parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(out_dir / page, body)
-        write_atomic(out_dir / notebook, (self.book.root / notebook).read_bytes())
-        _copy_linked(self.book, page, body, out_dir)
-        self.log(f"{step} {notebook} -> {out_dir / page} ({how}, {time.perf_counter() - start_s:.1f} s)")
-        return PageEntry(href=page, title=notebook_title(self.book.root / notebook), sections=tuple(sections))
+def _preview(error: Exception) -> str:
+    """The first line of the cell that nbclient's timeout message quotes after its dashed rule."""
+    lines = str(error).splitlines()
+    rules = [i for i, line in enumerate(lines) if set(line.strip()) == {"-"}]
+    return lines[rules[0] + 1].strip()[:80] if rules and rules[0] + 1 < len(lines) else "?"
 
 
-def _write_book(book: Book, config: BuildConfig, log: Callable[[str], None]) -> BuildResult:
-    start_s, out_dir = time.perf_counter(), config.out_dir
-    query = mathjax.install(out_dir, config.mathjax_dir)
-    install_static(out_dir)
-    builder, exporter, notebooks = _Builder(book, config, log), _exporter(book), book.notebooks()
-    width = len(str(len(notebooks)))
-    entries = [builder.page(exporter, notebook, query, f"[{number:>{width}}/{len(notebooks)}]")
-               for number, notebook in enumerate(notebooks, 1)]
-    note = "" if query else " Formulas are typeset by MathJax from its CDN, so they need a network connection."
-    write_atomic(out_dir / INDEX, index_html(book, note))
-    write_atomic(out_dir / INDEX_FILE, index_script(build_index(entries)))
-    pages = tuple(page_path(nb) for nb in notebooks) + (INDEX,)
-    return BuildResult(out_dir=out_dir, pages=pages, executed=config.execute, n_widget_notes=builder.n_widgets,
-                       mathjax_local=query is not None, n_executed=builder.n_executed, n_cached=builder.n_cached,
-                       elapsed_s=time.perf_counter() - start_s)
+def _execution_failure(exc: BaseException, src_dir: Path, timeout_s: float) -> str | None:
+    """One line for a notebook that failed while MyST-NB ran it (the notebook, and what its cell did), or None
+    when ``exc`` is no such failure. Sphinx may wrap MyST-NB's ExecutionError (``orig_exc``)."""
+    from myst_nb.core.execute.base import ExecutionError
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    while not isinstance(exc, ExecutionError) and getattr(exc, "orig_exc", None) is not None:
+        exc = exc.orig_exc  # type: ignore[attr-defined]
+    if not isinstance(exc, ExecutionError):
+        return None
+    name = Path(os.path.relpath(os.path.abspath(str(exc)), os.path.abspath(src_dir))).as_posix()
+    if name.startswith("../"):
+        name = str(exc)
+    cause = exc.__cause__
+    if isinstance(cause, CellTimeoutError):
+        return (f"{name}: a cell ran longer than --timeout {timeout_s:g} s (the cell starting {_preview(cause)!r}); "
+                "raise --timeout or fix the cell")
+    if isinstance(cause, CellExecutionError):
+        return (f"{name}: a cell raised {cause.ename}: {cause.evalue}; open the notebook in JupyterLab and run it "
+                "to see the traceback")
+    if isinstance(cause, DeadKernelError):
+        return f"{name}: the kernel died while running the notebook ({cause})"
+    return f"{name}: the notebook failed to run ({type(cause).__name__ if cause else 'unknown error'}: {cause})"
+
+
+def _run_sphinx(book: Book, config: BuildConfig, log: Callable[[str], None]) -> BuildResult:
+    from sphinx.application import Sphinx
+    from sphinx.errors import SphinxError
+    from sphinx.util.console import nocolor
+
+    from commlab.book.sphinx_ext import widget_notes
+
+    nocolor()
+    start_s, wall_s = time.time(), time.perf_counter()
+    cache_dir = cast(Path, config.cache_dir)
+    salt = environment_salt(book, config.kernel_env) if config.execute else ""
+    project = lay_out(book)
+    settings = sphinx_settings(book, project, cache_dir, salt, execute=config.execute, timeout_s=config.timeout_s,
+                               mathjax_dir=config.mathjax_dir)
+    if config.execute and not config.use_cache:
+        project.forget_executions(cache_dir, salt)
+    warnings = io.StringIO()
+    with _kernel_environment(config.kernel_env if config.execute else ()):
+        try:
+            app = Sphinx(str(project.src_dir), None, str(config.out_dir), str(cache_dir / "doctrees"), "html",
+                         confoverrides=settings, status=_LineLog(log, project.src_dir), warning=warnings,
+                         freshenv=not config.use_cache, keep_going=True)
+            app.build()
+        except Exception as exc:  # noqa: BLE001 - sorted below: a notebook's failure, Sphinx's, or a bug
+            failure = _execution_failure(exc, project.src_dir, config.timeout_s)
+            if failure is not None:
+                raise CommlabError(failure) from None
+            cause = getattr(exc, "orig_exc", None)
+            if isinstance(cause, OSError):
+                raise CommlabError(describe(cause)) from None   # a full disk while the assets are copied
+            if isinstance(exc, SphinxError):
+                raise CommlabError(f"the book did not build: {exc}") from None
+            raise
+    warned = tuple(line for line in warnings.getvalue().splitlines() if line.strip())
+    unwritten = [line for line in warned if "error writing file" in line or "No space left on device" in line]
+    if unwritten:   # Sphinx warns and goes on when a page cannot be written; the edition is then incomplete
+        raise CommlabError(unwritten[0].split("WARNING: ", 1)[-1][:300])
+    failed = [line for line in warned if "Executing notebook failed" in line or "ExecutionError" in line]
+    if failed or (app.statuscode and config.execute):
+        raise CommlabError(f"a notebook failed while the book ran it: {(failed or warned or ['?'])[0]}; open it in "
+                           "JupyterLab and run it to see the traceback")
+    executed, cached = _execution_counts(app, project.docs, start_s) if config.execute else (0, 0)
+    pages = tuple(nb[: -len(".ipynb")] + ".html" for nb in book.notebooks()) + (INDEX,)
+    return BuildResult(out_dir=config.out_dir, pages=pages, executed=config.execute,
+                       n_widget_notes=widget_notes(app.env), mathjax_local=True,
+                       n_executed=executed, n_cached=cached, elapsed_s=time.perf_counter() - wall_s,
+                       warnings=warned)
 
 
 def build(book: Book, config: BuildConfig = BuildConfig(), log: Callable[[str], None] | None = None) -> BuildResult:
     """Write the static edition of ``book`` into ``config.out_dir``; ``log`` receives the progress lines.
 
-    Refuses a book that lists a missing notebook or one notebook twice (:func:`check.listing_problems`) and an
-    output folder that cannot be written, before executing anything; a write that fails later (a full disk)
-    is a CommlabError naming the file, and leaves no half-written page. Notebooks left out of the manifest
-    are simply not built (``commlab book check`` reports them).
+    Refuses a book that lists a missing notebook or one notebook twice (:func:`check.listing_problems`), a
+    listed file that is no notebook, and an output folder that cannot be written, before executing anything;
+    a failing cell is a CommlabError naming the notebook. Notebooks left out of the manifest are not built
+    (``commlab book check`` reports them).
     """
     problems = listing_problems(book)
     if problems:
         raise CommlabError("book.toml cannot be built: " + "; ".join(problems))
     require_tools(config.execute)
+    from commlab.book.sphinx_ext import mathjax_source
+
+    mathjax_source(str(config.mathjax_dir) if config.mathjax_dir is not None else "")   # refused before any work
     check_writable_dir(config.out_dir, f"--out {str(config.out_dir)!r}")
-    if config.execute:
-        check_writable_dir(cast(Path, config.cache_dir), f"the cache folder {str(config.cache_dir)!r} (--cache)")
+    check_writable_dir(cast(Path, config.cache_dir), f"the cache folder {str(config.cache_dir)!r} (--cache)")
     try:
-        return _write_book(book, config, log or (lambda line: None))
+        return _run_sphinx(book, config, log or (lambda line: None))
     except OSError as exc:
         raise CommlabError(describe(exc)) from None

@@ -25,6 +25,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from commlab.book.toc import toc_html, toc_markdown
 from commlab.errors import CommlabError
 
 if sys.version_info >= (3, 11):
@@ -35,6 +36,7 @@ else:  # pragma: no cover - Python 3.10
 MANIFEST_NAME = "book.toml"
 BOOK_KEYS = ("title", "authors", "language")
 PART_KEYS = ("title", "chapters", "labs")
+EXECUTE_KEYS = ("env",)
 #: The folder each kind of entry must live in.
 FOLDERS = {"chapters": "chapters", "labs": "labs"}
 
@@ -100,6 +102,10 @@ class Book:
     """The pages' ``lang`` attribute, e.g. "en"."""
     root: Path = field(default_factory=Path)
     """The folder that holds ``book.toml``; notebook paths are relative to it."""
+    execute_env: tuple[tuple[str, str], ...] = ()
+    """``[execute] env``: environment variables, as (name, value) pairs, that the static edition's build gives
+    the kernel that runs the notebooks (the book's manifest says how its notebooks are run; the book layer
+    passes them on without knowing what they mean)."""
 
     def __post_init__(self) -> None:
         _check_text("[book] title", self.title)
@@ -110,6 +116,7 @@ class Book:
         if not self.parts:
             raise CommlabError("book.toml lists no [[part]]; add at least one part with a title and chapters")
         object.__setattr__(self, "parts", tuple(self.parts))
+        object.__setattr__(self, "execute_env", tuple((str(k), str(v)) for k, v in self.execute_env))
 
     def notebooks(self) -> tuple[str, ...]:
         """Every listed notebook in reading order: part by part, chapters before labs."""
@@ -124,14 +131,10 @@ class Book:
 
     def toc_markdown(self, relative_to: str = "chapters") -> str:
         """The table of contents as Markdown links, relative to the folder ``relative_to`` (see ``toc``)."""
-        from commlab.book.toc import toc_markdown
-
         return toc_markdown(self, relative_to=relative_to)
 
     def toc_html(self, relative_to: str = "chapters", suffix: str = ".ipynb") -> str:
         """The table of contents as an HTML ``<nav>`` (see ``toc``)."""
-        from commlab.book.toc import toc_html
-
         return toc_html(self, relative_to=relative_to, suffix=suffix)
 
 
@@ -155,7 +158,7 @@ def from_dict(data: dict, root: Path = Path(".")) -> Book:
     meta = data.get("book")
     if not isinstance(meta, dict):
         raise CommlabError("book.toml has no [book] table; it needs [book] with at least title = \"...\"")
-    _check_keys("book.toml", data, ("book", "part"))
+    _check_keys("book.toml", data, ("book", "part", "execute"))
     _check_keys("[book]", meta, BOOK_KEYS)
     if "title" not in meta:
         raise CommlabError("[book] has no title; add title = \"...\" under [book]")
@@ -163,7 +166,20 @@ def from_dict(data: dict, root: Path = Path(".")) -> Book:
     if not isinstance(parts, list):
         raise CommlabError(f"'part' must be an array of tables written [[part]], got {parts!r}")
     return Book(title=meta["title"], authors=meta.get("authors", ()), language=meta.get("language", "en"),
-                parts=tuple(_part(i, table) for i, table in enumerate(parts)), root=Path(root))
+                parts=tuple(_part(i, table) for i, table in enumerate(parts)), root=Path(root),
+                execute_env=_execute_env(data.get("execute", {})))
+
+
+def _execute_env(table: object) -> tuple[tuple[str, str], ...]:
+    """``[execute] env = { NAME = "value" }`` as (name, value) pairs; names and values must be strings."""
+    if not isinstance(table, dict):
+        raise CommlabError(f"[execute] must be a table, got {table!r}")
+    _check_keys("[execute]", table, EXECUTE_KEYS)
+    env = table.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(k, str) and k.strip() and isinstance(v, str)
+                                            for k, v in env.items()):
+        raise CommlabError(f"[execute] env must be a table of NAME = \"value\" strings, got {env!r}")
+    return tuple(sorted(env.items()))
 
 
 def loads(text: str, root: Path = Path(".")) -> Book:

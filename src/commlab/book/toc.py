@@ -10,9 +10,28 @@ import html
 import json
 import posixpath
 import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
-from commlab.book.manifest import Book
+
+class _PartLike(Protocol):
+    @property
+    def title(self) -> str: ...
+    @property
+    def chapters(self) -> tuple[str, ...]: ...
+    @property
+    def labs(self) -> tuple[str, ...]: ...
+
+
+class Listing(Protocol):
+    """What the table of contents reads of a book (:class:`commlab.book.manifest.Book` has it): the folder
+    and the parts. A protocol, so that the manifest can import this module and not the other way round."""
+
+    @property
+    def root(self) -> Path: ...
+    @property
+    def parts(self) -> Sequence[_PartLike]: ...
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(?P<title>.+?)\s*#*\s*$")
 _NUMBER_PREFIX = re.compile(r"^\d+[_-]+")
@@ -70,14 +89,14 @@ def entry_label(kind: str, title: str) -> str:
     return "Lab: " if kind == "lab" and not title.lower().startswith("lab") else ""
 
 
-def _entries(book: Book, part_index: int) -> list[tuple[str, str, str]]:
+def _entries(book: Listing, part_index: int) -> list[tuple[str, str, str]]:
     """(kind, path, title) for each notebook of one part, chapters first."""
     part = book.parts[part_index]
     kinds = [("chapter", nb) for nb in part.chapters] + [("lab", nb) for nb in part.labs]
     return [(kind, nb, notebook_title(book.root / nb)) for kind, nb in kinds]
 
 
-def toc_markdown(book: Book, relative_to: str = "chapters") -> str:
+def toc_markdown(book: Listing, relative_to: str = "chapters") -> str:
     """The book's map in Markdown: one bold line per part, one bullet per chapter and lab.
 
     Links are relative to ``relative_to`` (a folder relative to the book's root; "" for the root).
@@ -91,7 +110,7 @@ def toc_markdown(book: Book, relative_to: str = "chapters") -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def toc_html(book: Book, relative_to: str = "chapters", suffix: str = ".ipynb") -> str:
+def toc_html(book: Listing, relative_to: str = "chapters", suffix: str = ".ipynb") -> str:
     """The book's map as an HTML ``<nav>``: one section per part, links ending in ``suffix``."""
     out = ['<nav class="commlab-toc">']
     for index, part in enumerate(book.parts):

@@ -3,8 +3,9 @@
 An executed notebook keeps its widgets' state (nbclient's ``store_widget_state``): every model with its
 values, children, images and captured outputs. A page has no kernel, so a widget cannot run there, but what
 it showed can be read: an exercise's question (its HTML), an answer box, a slider's value, an animation's
-first frame, an explorer's figure. :func:`render_widgets` replaces each widget output by that still picture
-and a note saying what needs the notebook; the page then loads no widget manager from a CDN.
+first frame, an explorer's figure. :func:`static_widget` draws that still picture with a note saying what
+needs the notebook, whose link downloads the notebook itself; :mod:`commlab.book.sphinx_ext` puts it in
+place of each widget output, so the page loads no widget manager from a CDN.
 
 Only ipywidgets' own models are drawn (boxes, HTML, labels, text boxes, buttons, value controls, images,
 outputs); anything else shows as its description, or not at all, under the same note.
@@ -38,7 +39,7 @@ def _note(text: str, download: str | None) -> str:
             f"(<code>make lab</code>).{still}</div>")
 
 
-class _Renderer:
+class Renderer:
     """Draws one notebook's widgets from its saved state."""
 
     def __init__(self, state: dict) -> None:
@@ -124,36 +125,9 @@ def _output_html(output: dict) -> str:
     return ""
 
 
-def widget_state(nb: dict) -> dict:
-    """The saved state of ``nb``'s widgets: model id -> {"model_name", "state", "buffers"}; {} when none."""
-    saved = nb.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {})
-    state = saved.get("state", {}) if isinstance(saved, dict) else {}
-    return state if isinstance(state, dict) else {}
-
-
-def static_widget(renderer: _Renderer, model_id: str, download: str | None) -> tuple[str, str]:
+def static_widget(renderer: Renderer, model_id: str, download: str | None) -> tuple[str, str]:
     """(HTML, note) that stand for the widget ``model_id`` on a page: its still picture, then the note."""
     before = renderer.inputs
     picture = renderer.draw(model_id)
     note = NOTE_MISSING if not picture else NOTE_CHECK if renderer.inputs > before else NOTE_LIVE
     return f'<div class="commlab-widget">{picture}{_note(note, download)}</div>', note
-
-
-def render_widgets(nb: dict, download: str | None = None) -> int:
-    """Replace each widget output of ``nb`` by its static HTML (in place); return how many there were.
-
-    ``download`` is the link to the notebook itself, named in each note. The saved widget state goes too,
-    so the page does not load the widget manager from a CDN.
-    """
-    renderer, count = _Renderer(widget_state(nb)), 0
-    for cell in nb.get("cells", []):
-        for output in cell.get("outputs", []) if cell.get("cell_type") == "code" else []:
-            view = output.get("data", {}).get(WIDGET_VIEW)
-            if view is None:
-                continue
-            model_id = view.get("model_id", "") if isinstance(view, dict) else ""
-            page_html, note = static_widget(renderer, model_id, download)
-            output["data"] = {"text/html": page_html, "text/plain": note}
-            count += 1
-    nb.get("metadata", {}).pop("widgets", None)
-    return count

@@ -55,3 +55,9 @@ def machine_arg(desc: str | None):
                            f"(e.g. gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400,net=ib); gpu is one "
                            f"of {', '.join(GPUS)}; net is one of {', '.join(NET_TYPES)}")
     return parse_machine(desc)
+
+
+def say_wrote(path, json_on_stdout: bool = False) -> None:
+    """The line every command prints for each file it writes: ``wrote PATH``. On stderr when the command's
+    stdout is JSON (``--json``), so that stdout stays one JSON document."""
+    print(f"wrote {path}", file=sys.stderr if json_on_stdout else sys.stdout, flush=True)

@@ -12,9 +12,9 @@ import argparse
 import os
 from pathlib import Path
 
-from commlab.errors import CommlabError, check_choice
+from commlab.errors import CommlabError
 from commlab.output import check_writable_dir, describe, write_atomic
-from commlab.schedules import ALGORITHMS
+from commlab.cli.simulate import algorithm_name, algorithms_help
 from commlab.units import format_nbytes
 
 KINDS = ".html, .htm, .gif, or a directory (a path ending in '/', or one that exists)"
@@ -25,7 +25,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "animate", help="write a schedule's step-by-step animation (HTML, GIF or PNGs)",
         description="Animate a collective's schedule step by step: each rank's buffer, the chunks it holds, "
                     "and the transfers of each step.")
-    p.add_argument("algorithm", metavar="ALGO", help=f"one of: {', '.join(ALGORITHMS)}")
+    p.add_argument("algorithm", metavar="ALGO", help=algorithms_help())
     p.add_argument("--ranks", default="4", metavar="N", help="number of ranks, 2 to 16 (default 4)")
     p.add_argument("--out", metavar="FILE", help=f"where to write (required): {KINDS}")
     p.add_argument("--interval-ms", default="900", metavar="MS",
@@ -97,7 +97,7 @@ def _save_gif(anim, path: Path, interval_ms: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_choice("algorithm", args.algorithm, ALGORITHMS)
+    args.algorithm = algorithm_name(args.algorithm)
     if not args.out:
         raise CommlabError(f"--out FILE is required: {KINDS}")
     n_ranks = _whole(args.ranks, "--ranks")

@@ -129,16 +129,22 @@ def _emit(result, args, link, min_bw, start_time: str) -> None:
     from commlab.bench.outputs import csv_text, json_text, write_plot, write_text
 
     print(json_text(result.to_json()) if args.json else result.table(min_bw), end="", flush=True)
+    from commlab.cli._common import say_wrote
+
     if args.json_out is not None:
         write_text("--json-out", args.json_out, json_text(result.to_json()))
+        say_wrote(args.json_out, args.json)
     if args.nccl_json is not None:
         path = nccl_json.free_path(args.nccl_json)
         print(f"# Writing JSON output to {path}", file=sys.stderr)
         write_text("-J", path, json_text(nccl_json.document(result, sys.argv, start_time, min_bw)))
+        say_wrote(path, args.json)
     if args.csv is not None:
         write_text("--csv", args.csv, csv_text(result))
+        say_wrote(args.csv, args.json)
     if args.plot is not None:
         write_plot(args.plot, result, link)
+        say_wrote(args.plot, args.json)
 
 
 def _under_launcher(config, args):

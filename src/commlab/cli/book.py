@@ -6,8 +6,9 @@
     (--manifest PATH goes before the action: commlab book --manifest other/book.toml build)
 
 ``build`` prints a line per page as it goes ("[3/19] chapters/02_x.ipynb -> ... (executed, 12.3 s)") and
-executes only the notebooks that changed since the last build (``--rebuild`` executes them all). It needs the
-book's extra (nbconvert, nbclient...: ``pip install 'commlab[book]'``), imported only when ``build`` runs.
+executes only the notebooks whose code changed since the last build (``--rebuild`` executes them all). The
+pages are Sphinx's, with MyST-NB and sphinx-book-theme: the book's extra (``pip install 'commlab[book]'``)
+installs them, and they are imported only when ``build`` runs.
 """
 from __future__ import annotations
 
@@ -29,12 +30,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     build.add_argument("--timeout", default="300", metavar="S",
                        help="longest time one cell may run with --execute, in seconds (default: 300)")
     build.add_argument("--mathjax", default=None, metavar="DIR",
-                       help="a MathJax 2.7 folder to copy next to the pages (default: jupyter-server-mathjax's)")
+                       help="a MathJax 3 folder (with tex-chtml.js) to serve formulas from (default: the copy of "
+                            "the sphinx-mathjax-offline package, with its TeX fonts)")
     build.add_argument("--rebuild", action="store_true",
                        help="with --execute, run every notebook again, even those unchanged since the last build")
     build.add_argument("--cache", default=None, metavar="DIR",
-                       help="where executed notebooks are kept between builds (default: .commlab-book-cache "
-                            "next to --out)")
+                       help="where the Sphinx project and the executed notebooks (jupyter-cache) are kept "
+                            "between builds (default: .commlab-book-cache next to --out)")
     actions.add_parser("check", help="every notebook under chapters/ and labs/ is listed in book.toml once")
     actions.add_parser("toc", help="print the table of contents as Markdown")
     return parser
@@ -57,7 +59,6 @@ def _log(line: str) -> None:
 def _build(args, book) -> int:
     from commlab.book import check_book
     from commlab.book.build import BuildConfig, build
-    from commlab.labs import ENV_VAR  # the labs run their reference solutions in the edition, as in CI
 
     for problem in check_book(book):
         if "is not listed" in problem:
@@ -65,7 +66,7 @@ def _build(args, book) -> int:
 
     config = BuildConfig(out_dir=Path(args.out), execute=args.execute, timeout_s=_timeout_s(args.timeout),
                          mathjax_dir=args.mathjax, cache_dir=args.cache, use_cache=not args.rebuild,
-                         kernel_env=((ENV_VAR, "1"),))
+                         kernel_env=book.execute_env)  # book.toml's [execute] env
     result = build(book, config, log=_log)
     how = (f": {result.n_executed} executed, {result.n_cached} unchanged (cache {config.cache_dir})"
            if result.executed else " (source only: run with --execute for outputs)")
@@ -74,9 +75,6 @@ def _build(args, book) -> int:
     if result.n_widget_notes:
         print(f"{result.n_widget_notes} widget output(s) shown as they first appeared, with a note: "
               "using them needs JupyterLab")
-    if not result.mathjax_local:
-        print("formulas use MathJax from its CDN (network needed); install jupyter-server-mathjax or pass "
-              "--mathjax DIR for an offline copy")
     return 0
 
 

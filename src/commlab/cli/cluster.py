@@ -173,7 +173,7 @@ def _export(args) -> int:
     shape = Shape.of(c, c.default_nodes if args.nodes is None else args.nodes)
     out = Path(args.out) if args.out else Path(f"{c.name}-astra-sim")
     for path in export(shape, out, args.algo):
-        print(path)
+        print(f"wrote {path}")
     return 0
 
 

@@ -22,11 +22,29 @@ def add_parser(sub):
     return p
 
 
+def echo_nbytes(nbytes: int) -> str:
+    """The size as the reader most likely wrote it, exactly: in binary units when it is a whole number of
+    KiB/MiB/GiB/TiB (nccl-tests' and commlab's ``1G`` is 2**30 bytes), else in decimal ones, with the byte
+    count when neither is exact.
+
+    >>> echo_nbytes(2**30), echo_nbytes(14 * 10**9), echo_nbytes(1536), echo_nbytes(1000003)
+    ('1 GiB', '14 GB', '1.5 KiB', '1 MB (1,000,003 bytes)')
+    """
+    from commlab.units import format_nbytes
+
+    for binary in (True, False):
+        base = 1024 if binary else 1000
+        scale = next((base**power for power in (4, 3, 2, 1) if nbytes >= base**power), 0)
+        if scale and (nbytes * 4) % scale == 0:  # whole or quarter units: 1 GiB, 1.5 KiB, 2.25 GB
+            return format_nbytes(nbytes, binary=binary)
+    return format_nbytes(nbytes) if nbytes < 1000 else f"{format_nbytes(nbytes)} ({nbytes:,} bytes)"
+
+
 def run(args) -> int:
     from commlab import collectives, cost, hardware
     from commlab.cli._common import nbytes_arg, ranks_arg
     from commlab.errors import check_choice
-    from commlab.units import format_bandwidth, format_nbytes, format_time
+    from commlab.units import format_bandwidth, format_time
 
     op = collectives.canonical(args.op)
     link = hardware.link(args.link)
@@ -40,7 +58,7 @@ def run(args) -> int:
         print_json({"op": op, "algo": algo, "n_ranks": n_ranks, "nbytes": nbytes, "link": link.name,
                     "time_s": t_s, "algbw_GBps": algbw, "busbw_GBps": busbw})
         return 0
-    print(f"{op} ({algo}) of {format_nbytes(nbytes)} over {n_ranks} ranks on {link.title} "
+    print(f"{op} ({algo}) of {echo_nbytes(nbytes)} over {n_ranks} ranks on {link.title} "
           f"(alpha {format_time(link.latency_s)}, {format_bandwidth(link.unidir_Bps)} one way)")
     print(f"  time  {format_time(t_s)}")
     print(f"  algbw {algbw:.2f} GB/s   busbw {busbw:.2f} GB/s   ({100 * busbw / link.unidir_GBps:.0f}% of the link)")

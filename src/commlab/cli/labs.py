@@ -199,18 +199,23 @@ def _check(args) -> int:
 
 
 def _write_outputs(args, results, labs, seed, options) -> None:
+    from commlab.cli._common import say_wrote
     from commlab.labs import gradebook
     from commlab.output import write_atomic
 
     if args.junit:
         write_atomic(args.junit, gradebook.junit_xml(results, seed))
+        say_wrote(args.junit, args.json)
     if args.csv:
         write_atomic(args.csv, gradebook.gradebook_csv(results, labs))
+        say_wrote(args.csv, args.json)
     if args.feedback:
         for learner in dict.fromkeys(r.learner for r in results):
             logs = Path(options.logs_dir) / (learner or "mine") if options.logs_dir else None
             name = gradebook.safe_file_name(learner or "mine")
             write_atomic(Path(args.feedback) / f"{name}.txt", gradebook.feedback_text(learner, results, logs, seed))
+        say_wrote(f"{args.feedback}/<student>.txt ({len(dict.fromkeys(r.learner for r in results))} files)",
+                  args.json)
 
 
 def _collect(args) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 
 from commlab.cli._common import machine_arg, read_input
 from commlab.errors import CommlabError
@@ -96,6 +97,23 @@ def _as_json(item) -> dict:
     }
 
 
+_BANDWIDTH = re.compile(r"\bB = (?P<value>[-+0-9.eE]+) GB/s")
+_ALPHA = re.compile(r"\balpha = (?P<value>[-+0-9.eE]+) us")
+
+
+def even_numbers(line: str) -> str:
+    """A model's line with its bandwidths and latencies in the units that fit each, three significant digits
+    (``B = 0.04974 GB/s`` reads ``B = 49.7 MB/s``, ``alpha = 16.01 us`` reads ``alpha = 16 us``).
+
+    >>> even_numbers("LL from 0 up to 165 B: alpha = 12.7 us, B = 0.04974 GB/s (5 rows)")
+    'LL from 0 up to 165 B: alpha = 12.7 us, B = 49.7 MB/s (5 rows)'
+    """
+    from commlab.units import format_bandwidth, format_time
+
+    line = _BANDWIDTH.sub(lambda m: f"B = {format_bandwidth(float(m['value']) * 1e9)}", line)
+    return _ALPHA.sub(lambda m: f"alpha = {format_time(float(m['value']) * 1e-6)}", line)
+
+
 def _as_text(item) -> list[str]:
     from commlab.units import format_nbytes, format_time
 
@@ -113,8 +131,8 @@ def _as_text(item) -> list[str]:
         bw = 1.0 / summary.beta_s_per_byte / 1e9 if summary.beta_s_per_byte > 0 else float("inf")
         out.append(f"alpha           {format_time(summary.alpha_s)}")
         out.append(f"beta            {summary.beta_s_per_byte:.4g} s/byte (1/beta = {bw:.1f} GB/s of algbw)")
-    out.append(f"avg busbw       {summary.avg_busbw_GBps:g} GB/s")
-    out += item["model"].text_lines()
+    out.append(f"avg busbw       {summary.avg_busbw_GBps:g} GB/s")  # as nccl-tests prints it
+    out += [even_numbers(line) for line in item["model"].text_lines()]
     if judged is not None:
         out.append(f"link            {judged.link}: {judged.unidir_GBps:g} GB/s one way; peak is "
                    f"{judged.percent:.1f} % -> {judged.verdict} ({judged.explanation})")
@@ -184,9 +202,13 @@ def run(args) -> int:
         if args.plot.rsplit(".", 1)[-1].lower() not in FORMATS:
             raise CommlabError(f"--plot FILE must end in one of {', '.join('.' + f for f in FORMATS)}, got "
                                f"{args.plot!r}")
+    from commlab.cli._common import say_wrote
+
     items = [_load(path, args) for path in args.logs]
     if args.plot is not None:
         _plot(items, args)
+        if args.json:
+            say_wrote(args.plot, json_on_stdout=True)
     if args.json:
         objs = [_as_json(i) for i in items]
         print(json.dumps(objs[0] if len(objs) == 1 else objs, indent=2, allow_nan=False))
@@ -194,5 +216,5 @@ def run(args) -> int:
         blocks = [(["== " + i["path"]] if len(items) > 1 else []) + _as_text(i) for i in items]
         print("\n\n".join("\n".join(b) for b in blocks))
         if args.plot is not None:
-            print(f"plot            {args.plot}")
+            say_wrote(args.plot)
     return 0

@@ -14,18 +14,45 @@ import numpy as np
 from commlab.cli._common import print_json
 from commlab.errors import CommlabError, check_n_ranks
 
+#: The short names a reader uses (the README's, the chapters' headings) for the schedules' own names. A name
+#: that means two schedules (PAT is a reduce-scatter and an all-gather) has none.
+ALIASES = {"ring": "ring-all-reduce", "tree": "tree-all-reduce", "double-tree": "double-tree-all-reduce",
+           "naive": "naive-all-reduce", "recursive-doubling": "recursive-doubling-all-reduce",
+           "halving-doubling": "halving-doubling-all-reduce", "rabenseifner": "halving-doubling-all-reduce"}
 #: The most transfers ``commlab simulate`` lists (the listing is the product; it answers in seconds).
 MAX_LISTED = 131_072
 #: The largest --nbytes (1 PiB): bytes per rank stay exact in numpy's 64-bit integers.
 MAX_NBYTES = 2**50
 
 
-def add_parser(sub):
+def algorithm_name(text: str) -> str:
+    """The schedule's name for ``text``: itself, or the name :data:`ALIASES` gives a short one (any case);
+    CommlabError listing both when it is neither.
+
+    >>> algorithm_name("ring"), algorithm_name("Ring-All-Reduce")
+    ('ring-all-reduce', 'ring-all-reduce')
+    """
+    from commlab.errors import check_choice
     from commlab.schedules import ALGORITHMS
 
+    name = text.strip().lower() if isinstance(text, str) else text
+    name = ALIASES.get(name, name)
+    if name not in ALGORITHMS:
+        check_choice("algorithm", text, tuple(ALGORITHMS) + tuple(f"{a} (= {n})" for a, n in ALIASES.items()))
+    return name
+
+
+def algorithms_help() -> str:
+    from commlab.schedules import ALGORITHMS
+
+    short = ", ".join(f"{alias} = {name}" for alias, name in ALIASES.items())
+    return f"one of: {', '.join(ALGORITHMS)} (short names: {short})"
+
+
+def add_parser(sub):
     p = sub.add_parser("simulate", help="print an algorithm's schedule of transfers, step by step",
                        description=__doc__.split("\n\n")[0])
-    p.add_argument("algorithm", metavar="ALGO", help="one of: " + ", ".join(ALGORITHMS))
+    p.add_argument("algorithm", metavar="ALGO", help=algorithms_help())
     p.add_argument("--ranks", required=True, help="number of ranks N (1 to 4096; rings up to 256: the listing "
                                                    "grows as N squared)")
     p.add_argument("--nbytes", default="1M", help="buffer size for bytes_sent_per_rank (default 1M = 1 MiB)")
@@ -69,7 +96,7 @@ def run(args) -> int:
     from commlab.cli._common import nbytes_arg, ranks_arg
     from commlab.schedules import bytes_sent_per_rank, check_algorithm, describe_step
 
-    algorithm = check_algorithm(args.algorithm)
+    algorithm = check_algorithm(algorithm_name(args.algorithm))
     n_ranks, nbytes = ranks_arg(args.ranks), nbytes_arg(args.nbytes)
     if nbytes > MAX_NBYTES:
         raise CommlabError(f"--nbytes must be at most 1 PiB ({MAX_NBYTES} bytes), got {args.nbytes!r}")

@@ -368,7 +368,7 @@ def format_scorecard(scores: list[LogScore]) -> list[str]:
                  f"{GOAL_MIN_ROWS} rows): met on {sum(fit_ok)} of {len(fit_ok)}")
     lines.append(f"predicted goals (median <= {PREDICTED_MEDIAN_GOAL:.0%}, >= 64 MiB <= {PREDICTED_BW_GOAL:.0%}): "
                  f"met on {sum(pred_ok)} of {len(pred_ok)} described logs")
-    lines += _held_out_lines(scores)
+    lines += held_out_lines(scores)
     clus = [(s.name[:2], s.cluster, ok) for s in scores if (ok := s.meets_cluster_goal()) is not None]
     if clus:
         presets = ", ".join(f"{k}: {c}" for k, c, _ in clus)
@@ -377,7 +377,7 @@ def format_scorecard(scores: list[LogScore]) -> list[str]:
     return lines
 
 
-def _held_out_lines(scores: list[LogScore]) -> list[str]:
+def held_out_lines(scores: list[LogScore]) -> list[str]:
     """The accuracy on runs no choice was made on (the held-out runs of the error-band table), beside the figure
     above, and what each prediction's generation and calibration were where they are not today's tuner alone."""
     from commlab.scorecard.error_bands import held_out_goals

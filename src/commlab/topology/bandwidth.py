@@ -77,14 +77,42 @@ def hop_bandwidth(topo: Topology, i: int, j: int) -> HopBandwidth:
     return _pcie_hop(relation, topo, i, j)
 
 
+#: NVLink generations in order, for a GPU the source does not name: the oldest one with enough links per GPU.
+_GENERATIONS = ("nvlink2", "nvlink3", "nvlink4", "nvlink5")
+
+
+def generation_from_count(count: int) -> str | None:
+    """The oldest NVLink generation whose GPUs have at least ``count`` links (NV18: NVLink 4, the H100's
+    18), or None when none has that many.
+
+    >>> generation_from_count(18), generation_from_count(12), generation_from_count(6), generation_from_count(40)
+    ('nvlink4', 'nvlink3', 'nvlink2', None)
+    """
+    for generation in _GENERATIONS:
+        per_gpu = link(generation).links_per_gpu
+        if per_gpu is not None and per_gpu >= count:
+            return generation
+    return None
+
+
 def _nvlink_hop(relation: str, count: int, name: str | None) -> HopBandwidth:
     generation = nvlink_generation(name)
+    guessed = generation is None
+    if guessed:
+        generation = generation_from_count(count)
     nvlink = link(generation) if generation is not None else None
     if nvlink is None or nvlink.per_link_bidir_GBps is None:
         return HopBandwidth(relation, None, f"{relation}: NVLink generation unknown for {name or 'an unnamed GPU'}")
     per_link = nvlink.per_link_bidir_GBps / 2
-    return HopBandwidth(relation, count * per_link,
-                        f"{relation}: {count} x {nvlink.title} link at {per_link:g} GB/s per direction")
+    rule = f"{relation}: {count} x {nvlink.title} link at {per_link:g} GB/s per direction"
+    if guessed:
+        faster = [link(g) for g in _GENERATIONS[_GENERATIONS.index(generation) + 1:]
+                  if (link(g).per_link_bidir_GBps or 0) > nvlink.per_link_bidir_GBps]
+        rule += (f"; the GPU is not named, and {nvlink.title} is the oldest generation with {count} links per GPU"
+                 + (f", so this is a floor: {faster[0].title} links are "
+                    f"{(faster[0].per_link_bidir_GBps or 0) / nvlink.per_link_bidir_GBps:g} times as fast"
+                    if faster else ""))
+    return HopBandwidth(relation, count * per_link, rule)
 
 
 def _pcie_hop(relation: str, topo: Topology, i: int, j: int) -> HopBandwidth:

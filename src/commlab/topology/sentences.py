@@ -20,7 +20,7 @@ def sentences(topo: Topology, groups, order, tp: int, slowest: HopBandwidth | No
         return ("One GPU: nothing to communicate inside this machine. Tensor, pipeline and data "
                 "parallelism all start at the network here.",)
     out = [_placement(topo, groups, tp), _ring(order, slowest, bw_GBps)]
-    out += [s for s in (_switch(topo), _through_cpu(slowest), _p2p(topo), _numa(topo), _nics(topo)) if s]
+    out += [s for s in (_switch(topo), _through_cpu(slowest, bw_GBps), _p2p(topo), _numa(topo), _nics(topo)) if s]
     return tuple(out)
 
 
@@ -71,12 +71,16 @@ def _switch(topo: Topology) -> str:
     return text
 
 
-def _through_cpu(slowest: HopBandwidth | None) -> str:
+def _through_cpu(slowest: HopBandwidth | None, bw_GBps: float | None = None) -> str:
+    """What a hop through the CPU costs: a bound stated above holds only with P2P; without a stated bound
+    (the PCIe generation unknown), the same P2P condition decides how far below PCIe's rate the ring stays."""
     if slowest is None or slowest.relation not in ("PHB", "NODE", "SYS", "SOC"):
         return ""
-    return (f"The ring's slowest hop ({slowest.relation}) crosses the CPU. That bound needs PCIe P2P between the "
+    which = ("That bound holds only with" if bw_GBps is not None
+             else "Whatever the PCIe generation, a ring through it reaches PCIe's rate only with")
+    return (f"The ring's slowest hop ({slowest.relation}) crosses the CPU. {which} PCIe P2P between the "
             "GPUs (`nvidia-smi topo -p2p r`); without it NCCL stages through host memory and reaches a fraction "
-            "of it (1.4 GB/s busbw over SYS on 4 A40s, nccl-tests fixture 05).")
+            "of that rate (1.4 GB/s busbw over SYS on 4 A40s, nccl-tests fixture 05).")
 
 
 def _p2p(topo: Topology) -> str:

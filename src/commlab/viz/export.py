@@ -47,9 +47,31 @@ def without_font_awesome(page_html: str) -> str:
     return _FONT_AWESOME.sub("", page_html)
 
 
+#: matplotlib's player starts itself with ``setTimeout(..., 0)``, looking its frame and slider up by id. A static
+#: page has them in the document by then; JupyterLab runs an output's scripts before it attaches the output to
+#: the page (and attaches a cell scrolled out of view later still), so the lookup found nothing and the frame
+#: stayed 0 x 0 under its buttons. The player waits instead until its frame is in the document. (The ``;`` first:
+#: matplotlib writes its frames without semicolons, and a line that opens with "(" would call the last one.)
+_START = re.compile(r"setTimeout\(function\(\) \{\s*(?P<start>anim\w+ = new Animation\([^;]*\);)\s*\}, 0\);")
+_WAIT_THEN_START = (";(function commlabStart(tries) {{ if (!document.getElementById(img_id)) {{ "
+                    "setTimeout(function() {{ commlabStart(tries + 1); }}, tries < 100 ? 50 : 500); return; }} "
+                    "{start} }})(0);")
+
+
+def start_when_attached(player_html: str) -> str:
+    """``player_html`` whose player starts once its frame is in the document (see :data:`_START`).
+
+    >>> out = start_when_attached("setTimeout(function() { anim1 = new Animation(f, i, s, 9, l); }, 0);")
+    >>> out.startswith(";(function commlabStart(tries)") and "anim1 = new Animation(f, i, s, 9, l);" in out
+    True
+    """
+    return _START.sub(lambda m: _WAIT_THEN_START.format(start=m["start"]), player_html)
+
+
 def offline_player(player_html: str) -> str:
-    """A ``to_jshtml`` player that fetches nothing: the Font Awesome link replaced by :data:`ICON_CSS`."""
-    return f'<style type="text/css">{ICON_CSS}</style>\n{without_font_awesome(player_html)}'
+    """A ``to_jshtml`` player that fetches nothing (the Font Awesome link replaced by :data:`ICON_CSS`) and
+    starts in JupyterLab as on a page (:func:`start_when_attached`)."""
+    return f'<style type="text/css">{ICON_CSS}</style>\n{start_when_attached(without_font_awesome(player_html))}'
 
 
 def _static_dpi(anim, dpi: float | None) -> float:

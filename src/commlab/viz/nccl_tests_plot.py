@@ -38,22 +38,37 @@ def _size_axis(ax) -> None:
     ax.set_xlabel("message size (nccl-tests `size`)")
 
 
+def busbw_limits(curves, roof_GBps: float | None) -> tuple[float, float]:
+    """y-limits (GB/s) of the log-scaled busbw panel that enclose every drawn point and the roof, with room
+    above the roof for its label: from a third below the lowest value to 1.8 times the highest.
+
+    >>> busbw_limits([LogCurve("a", np.array([8.0, 64.0]), np.array([0.05, 480.0]), np.array([1.0, 2.0]))], 450.0)
+    (0.016666666666666666, 864.0)
+    """
+    values = [v for c in curves for v in np.asarray(c.busbw_GBps, dtype=float) if v > 0 and np.isfinite(v)]
+    if roof_GBps is not None and roof_GBps > 0:
+        values.append(float(roof_GBps))
+    if not values:
+        return 0.1, 10.0
+    return float(min(values)) / 3.0, float(max(values)) * 1.8
+
+
 def _busbw_panel(ax, curves, roof) -> None:
     for i, c in enumerate(curves):
         ax.plot(c.nbytes, np.where(c.busbw_GBps > 0, c.busbw_GBps, np.nan), marker="o", markersize=3,
                 color=RANK_COLORS[i % len(RANK_COLORS)], label=c.label)
+    # the scale first: limits read (or set) while the axis is still linear squash a log plot against its top
+    ax.set_yscale("log")
+    ax.set_ylim(*busbw_limits(curves, roof.unidir_GBps if roof is not None else None))
     if roof is not None:
         ax.axhline(roof.unidir_GBps, color=MUTED, linestyle=":", linewidth=2)
         ax.annotate(f"roof: {roof.name}, {roof.unidir_GBps:g} GB/s one way", xy=(0.01, roof.unidir_GBps),
                     xycoords=("axes fraction", "data"), xytext=(0, 4), textcoords="offset points", color=MUTED,
                     fontsize=MIN_FONT_PT, va="bottom")
-        low, high = ax.get_ylim()
-        ax.set_ylim(low, max(high, roof.unidir_GBps * 1.8))
     _size_axis(ax)
-    ax.set_yscale("log")
     ax.set_ylabel("busbw (GB/s)")
     ax.set_title("bus bandwidth", loc="left")
-    ax.legend(loc="best")
+    ax.legend(loc="lower right")
 
 
 def _time_panel(ax, curves) -> None:

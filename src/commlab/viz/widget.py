@@ -16,6 +16,10 @@ from commlab.viz.frames import MAX_RANKS, MIN_RANKS
 
 #: zlib level for live frames: fast to encode, a few per cent larger than the default.
 LIVE_COMPRESS_LEVEL = 1
+#: The frame's tallest on screen: the window's height less what the box and JupyterLab draw around it (two
+#: rows of controls, the caption, JupyterLab's menu, tab and toolbar rows), so that the controls, the rings and
+#: the caption are on one screen (a 1000 px window: 640 px of frame); never less than 240 px.
+FRAME_MAX_HEIGHT = "max(240px, calc(100vh - 360px))"
 
 
 class AnimationBox(widgets.VBox):
@@ -32,7 +36,8 @@ class AnimationBox(widgets.VBox):
         self.algorithm = widgets.Dropdown(options=list(anim.algorithms), value=anim.algorithm,
                                           description="algorithm", disabled=anim.is_trace,
                                           layout=widgets.Layout(width="330px"))
-        self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
+        self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%", max_height=FRAME_MAX_HEIGHT,
+                                                                       width="auto", object_fit="contain"))
         self.text = widgets.HTML()
         super().__init__([widgets.HBox([self.play, self.slider]), widgets.HBox([self.n_ranks, self.algorithm]),
                           self.image, self.text])
