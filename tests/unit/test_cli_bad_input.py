@@ -75,7 +75,7 @@ TABLE = [
     (["labs", "check", "bogus"], "unknown lab 'bogus'; expected one of: topology"),
     (["labs", "check", "--mine", "{dir}/missing"], "is not a folder"),
     (["labs", "check", "--class", "{dir}/notes.txt"], "is not a folder"),
-    (["labs", "check", "p2p", "--timeout", "-1"], "--timeout must be a number of seconds > 0, got -1.0"),
+    (["labs", "check", "p2p", "--timeout", "-1"], "--timeout must be a number of seconds > 0, got -1"),
     (["labs", "check", "p2p", "--junit", "/proc/no/such/x.xml"], "--junit '/proc/no/such/x.xml'"),
     (["labs", "check", "p2p", "--junit", "{dir}/folder"], "is a folder; give a file name"),
     (["bench", "all_reduce", "--ranks", "0"], "got 0"),

@@ -59,4 +59,4 @@ def test_json_keeps_the_old_keys_and_recomputes_the_cluster_errors(capsys):
 def test_text_shows_the_cluster_columns_and_goal(capsys):
     assert main(["scorecard"]) == 0
     out = capsys.readouterr().out
-    assert "clus>=64M" in out and "cluster goal (>= 64 MiB <= 20%): met on 7 of 7" in out
+    assert "cluster model" in out and ">=64MiB" in out and "cluster goal (>= 64 MiB <= 20%): met on 7 of 7" in out

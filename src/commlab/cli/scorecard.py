@@ -104,7 +104,7 @@ def format_table(logs: list[dict], goals: dict) -> list[str]:
 
 
 def _goals() -> dict:
-    from commlab.cost import scorecard as card
+    from commlab.scorecard import scorecard as card
 
     return {"fit_median": card.FIT_MEDIAN_GOAL, "fit_p90": card.FIT_P90_GOAL, "min_rows": card.GOAL_MIN_ROWS,
             "pred_median": card.PREDICTED_MEDIAN_GOAL, "pred_bw": card.PREDICTED_BW_GOAL,
@@ -153,5 +153,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps({"logs": [sc.to_json() for sc in scores]}, indent=2, allow_nan=False))
     else:
-        print("\n".join(format_table([sc.to_json() for sc in scores], _goals()) + held_out_lines(scores)))
+        held_out = [part for line in held_out_lines(scores)
+                    for part in textwrap.wrap(line, WIDTH, subsequent_indent="    ")]
+        print("\n".join(format_table([sc.to_json() for sc in scores], _goals()) + held_out))
     return 0
