@@ -127,16 +127,17 @@ class ModelSpec:
 
 
 def _preset(name: str, title: str, record: str, server: str, source: str, gemm_TFLOPS: float,
-            cluster_gpu: str, **compute: float) -> GpuSpec:
+            cluster_gpu: str, sms: int = 132, attention_fraction: float = 0.35) -> GpuSpec:
     """A planner preset: memory, BF16 peak and HBM from the GPU's record (:mod:`commlab.hardware.gpus`), the GPUs,
-    NVLink fabric and NICs of a node from its server (:func:`commlab.fabric.nodes.node`); ``compute``: the
-    planner's own compute fields of :class:`GpuSpec` (``sms``, ``attention_fraction``)."""
+    NVLink fabric and NICs of a node from its server (:func:`commlab.fabric.nodes.node`); ``sms`` and
+    ``attention_fraction``: the planner's own compute fields of :class:`GpuSpec`."""
     r, n = gpu_record(record), find_node(server)
     if r.memory_GiB is None or r.peak_bf16_TFLOPS is None or r.hbm_GBps is None:
         raise CommlabError(f"GPU {record!r} has no memory, BF16 peak or HBM figure for the planner")
     return GpuSpec(name, title, r.memory_GiB, r.peak_bf16_TFLOPS, n.nvlink, n.nic, n.gpus, source, gemm_TFLOPS,
                    hbm_TBps=r.hbm_GBps / 1000, nics_per_node=n.nics,
-                   nic_Gbps=link(n.nic).unidir_GBps * BITS_PER_BYTE, cluster_gpu=cluster_gpu, **compute)
+                   nic_Gbps=link(n.nic).unidir_GBps * BITS_PER_BYTE, cluster_gpu=cluster_gpu, sms=sms,
+                   attention_fraction=attention_fraction)
 
 
 _SXM_A100 = ("NVIDIA A100 datasheet: {mem} HBM2e, 312 TFLOPS BF16 dense, {bw} TB/s; DGX A100: 8 GPUs on NVSwitch gen "
