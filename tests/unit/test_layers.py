@@ -253,7 +253,8 @@ def test_no_constant_is_defined_twice():
 FORMULAS = {"commlab.cost", "commlab.cost.alpha_beta", "commlab.cost.halving_doubling", "commlab.cost.bandwidth",
             "commlab.cost.fit", "commlab.cost.protocol_fit"}
 #: what the formulas themselves stand on
-FOUNDATIONS = {"commlab", "commlab.errors", "commlab.units", "commlab.hardware", "commlab.collectives"}
+FOUNDATIONS = {"commlab", "commlab.errors", "commlab.units", "commlab.hardware", "commlab.collectives",
+               "commlab.calibration"}                  # hardware reads its chosen network latencies there
 
 
 def test_import_commlab_cost_loads_only_the_formulas():
