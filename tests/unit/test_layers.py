@@ -251,7 +251,7 @@ FORMULAS = {"commlab.cost", "commlab.cost.alpha_beta", "commlab.cost.halving_dou
             "commlab.cost.fit", "commlab.cost.protocol_fit"}
 #: what the formulas themselves stand on
 FOUNDATIONS = {"commlab", "commlab.errors", "commlab.units", "commlab.hardware", "commlab.hardware.links",
-               "commlab.collectives"}
+               "commlab.collectives", "commlab.calibration"}    # hardware reads its chosen network latencies there
 
 
 def test_import_commlab_cost_loads_only_the_formulas():

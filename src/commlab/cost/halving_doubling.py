@@ -11,9 +11,12 @@ reduce-scatter (chapter 06). The schedules are :mod:`commlab.schedules.halving_d
 
 Halving step k sends S/2^(k+1) bytes, so the steps add up to (p-1)/p S each way: the ring's bandwidth term with
 log2 p latency terms instead of p - 1. In this model, on a network where every pair of ranks has the full
-link to itself, halving-doubling is never slower than the ring; rings win on real machines because each ring
-hop joins neighbours (one NVLink, one rail of the fabric), while halving-doubling's partners N/2 apart share
-the links in between. NCCL's own tuner gives PAT a latency of log2(nodes) x (network latency / 3.5) plus a
+link to itself, halving-doubling matches the ring's bandwidth term when N is a power of two and has fewer
+latency terms; when N is not, the fold step first sends the N - p extra ranks' whole S (and the unfold sends it
+back), 2 S/B more, so at large sizes it is slower than the ring by (2 (p-1)/p + 2) / (2 (N-1)/N): 2.25x at
+N = 3, about 2.05x at N = 12 (the doctest below). Rings also win on real machines because
+each ring hop joins neighbours (one NVLink, one rail of the fabric), while halving-doubling's partners N/2
+apart share the links in between. NCCL's own tuner gives PAT a latency of log2(nodes) x (network latency / 3.5) plus a
 still-linear 2.8 us per rank (``tuning.cc``, NCCL 2.23 onwards): its aggregation keeps buffers bounded at the
 price of more, smaller steps for large messages.
 
@@ -21,6 +24,10 @@ price of more, smaller steps for large messages.
 54.44
 >>> float(rabenseifner_all_reduce_time_s(8, 1024, 1e-6, 50e9)) * 1e6 < 21      # 20 latency terms, not 2046
 True
+>>> from commlab.cost.alpha_beta import ring_all_reduce_time_s
+>>> [round(float(rabenseifner_all_reduce_time_s(1e9, n, 0.0, 50e9) / ring_all_reduce_time_s(1e9, n, 0.0, 50e9)), 2)
+...  for n in (3, 4, 12, 16)]                                                  # the fold step when N != 2^k
+[2.25, 1.0, 2.05, 1.0]
 """
 from __future__ import annotations
 

@@ -9,14 +9,14 @@ each with its own fixed cost ``alpha`` (s) and bandwidth ``B`` (bytes/s of the `
     t(S) = alpha_k + S / B_k      for S in regime k's size range [b_{k-1}, b_k)
 
 The boundaries ``b_k`` are fitted too: NCCL switches where its *predicted* times cross, which is not always
-where the measured lines cross (fixture 13 jumps up by 35 us at 1 MiB; fixture 20 drops at 32 MiB). Where the
+where the measured lines cross (shipped log 13 jumps up by 35 us at 1 MiB; log 20 drops at 32 MiB). Where the
 two fitted lines do cross between the last size of one regime and the first of the next, the boundary is put
 at the crossing, so there the model is the faster of the two lines, as NCCL means it to be.
 
 At most 3 regimes: 3 alphas, 3 bandwidths and 2 boundaries, 8 numbers (:attr:`ProtocolFit.params`).
 
-The fit, robust to the noise real logs have (a 22 us outlier at 32 B in fixture 07, odd/even alternation in
-fixture 23): it minimises the sum of **absolute relative** errors ``|t_model / t - 1|`` (least absolute
+The fit, robust to the noise real logs have (a 22 us outlier at 32 B in shipped log 07, odd/even alternation in
+log 23): it minimises the sum of **absolute relative** errors ``|t_model / t - 1|`` (least absolute
 deviations, which follow the median, not the outliers). For a line ``alpha + beta S`` that problem is a linear
 programme whose optimum lies on a vertex: a line through two measured points, or through one point with
 ``alpha = 0`` or ``beta = 0``. So every candidate line is enumerated once, the cost of every candidate on
@@ -194,7 +194,7 @@ LOCAL_PAIRS = 24
 #: margin, the fit is redone with the bent loss, which trades a little median for the tail (the issue's goals
 #: hold both: median <= 5%, 90th percentile <= 12%), and the fit further inside both goals is kept.
 TAIL_MARGIN = 0.10
-#: The goals a fit is held to (issue 13): median relative error <= 5%, 90th percentile <= 12%. Between the two
+#: The goals a fit is held to: median relative error <= 5%, 90th percentile <= 12%. Between the two
 #: fits, the one further inside both (the larger ratio to its goal, smaller) is kept.
 MEDIAN_GOAL, P90_GOAL = 0.05, 0.12
 TAIL_WEIGHT = 4.0

@@ -6,7 +6,9 @@ vendors print. Hold nccl-tests' busbw against ``unidir_GBps`` (nccl-tests' doc/P
 
 Latencies are typical one-hop figures for an alpha-beta model, not guarantees: for NVLink and PCIe the
 per-hop latency NCCL's own tuner assumes (``hwLat``, LL protocol, in NVIDIA/nccl ``src/graph/tuning.cc``); for
-RDMA networks the end-to-end figures of the book's source article (about 1 us on InfiniBand, 2-5 us on RoCE).
+RDMA networks chosen values, :data:`IB_LATENCY_US` and :data:`ROCE_LATENCY_US`, which no primary source gives:
+they live in the calibration table (``commlab/data/calibration.csv``, :mod:`commlab.calibration`) with what they
+were chosen and checked on (NCCL itself charges both networks the same per hop).
 The Ethernet TCP entries' 25 us is a labelled assumption, not a published figure: chapter 02 measures the
 kernel-stack share of it on the reader's own machine, and chapter 03 gloo's whole cost.
 
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from commlab import calibration
 from commlab.errors import CommlabError
 from commlab.units import BITS_PER_BYTE, GB
 
@@ -34,8 +37,13 @@ _NVLINK_SRC = ("NVIDIA {arch} architecture whitepaper: {per_link} GB/s per link 
                "{links} links per GPU; latency: NCCL tuning.cc hwLat NVLink (LL) 0.6 us")
 _NVSWITCH_SRC = ("NVIDIA {system}: full mesh through NVSwitch gen {gen}, every GPU at its "
                  "full NVLink {nvl} bandwidth to any other")
+#: one InfiniBand hop's alpha: a chosen value (commlab/data/calibration.csv says what it was chosen and checked on)
+IB_LATENCY_US = calibration.value("IB_LATENCY_US")
+#: one RoCE v2 hop's alpha: a chosen value, as IB_LATENCY_US
+ROCE_LATENCY_US = calibration.value("ROCE_LATENCY_US")
+
 _IB_SRC = ("InfiniBand Trade Association roadmap: {lane} Gb/s per lane, 4x port {port} Gb/s; "
-           "latency: about 1 us end to end with RDMA")
+           "latency: a chosen {lat:g} us for a small RDMA message (commlab.calibration: IB_LATENCY_US)")
 
 
 @dataclass(frozen=True)
@@ -116,15 +124,16 @@ def _nvswitch(gen: int, nvlink: Link, system: str, year: int) -> Link:
 
 def _ib(name: str, title: str, lane: int, year: int) -> Link:
     uni = 4 * lane / BITS_PER_BYTE
-    return Link(name, title, "infiniband", uni, 2 * uni, 1.0e-6, _IB_SRC.format(lane=lane, port=4 * lane),
+    return Link(name, title, "infiniband", uni, 2 * uni, IB_LATENCY_US * 1e-6,
+                _IB_SRC.format(lane=lane, port=4 * lane, lat=IB_LATENCY_US),
                 year, lane_Gbps=float(lane), lanes=4)
 
 
 def _roce(gbps: int, year: int, nic: str) -> Link:
     uni = gbps / BITS_PER_BYTE
-    return Link(f"roce-{gbps}", f"RoCE v2 {gbps} Gb/s", "roce", uni, 2 * uni, 3.5e-6,
-                f"Ethernet {gbps} Gb/s port with RDMA over UDP/IP (e.g. {nic}); latency 2-5 us end to end "
-                "(midpoint, the book's source article)", year)
+    return Link(f"roce-{gbps}", f"RoCE v2 {gbps} Gb/s", "roce", uni, 2 * uni, ROCE_LATENCY_US * 1e-6,
+                f"Ethernet {gbps} Gb/s port with RDMA over UDP/IP (e.g. {nic}); latency: a chosen "
+                f"{ROCE_LATENCY_US:g} us (commlab.calibration: ROCE_LATENCY_US)", year)
 
 
 def _eth(gbps: int) -> Link:

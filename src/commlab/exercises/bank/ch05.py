@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from commlab import collectives, cost, fabric, hardware, schedules, units
 from commlab.tuner import nccl_constants
-from commlab.exercises.bank.common import draw_ranks, draw_round, duration, num, pick, rate, ratio_mistake, size
+from commlab.exercises.bank.common import (draw_ranks, draw_round, duration, num, pick, rate, ratio_mistake,
+                                          ring_link_Bps, ring_where, size)
 from commlab.exercises.model import Exercise, Mistake, Worked
 
 _LINKS = ("nvlink3", "nvlink4", "nvlink5", "pcie4", "pcie5", "ib-ndr", "ib-xdr", "roce-200")
+#: a ring inside a server, or across single-GPU servers whose card the cluster model knows
+_RING_LINKS = ("nvlink3", "nvlink4", "nvlink5", "pcie4", "pcie5", "ib-ndr", "roce-400")
 
 
 def ring_volume_nbytes(nbytes: float, n_ranks: int) -> float:
@@ -55,15 +58,17 @@ def alpha_step_s(link_name: str) -> float:
 
 
 def _ring_time(rng) -> Worked:
-    link = hardware.link(pick(rng, _LINKS))
+    link = hardware.link(pick(rng, _RING_LINKS))
     limit = largest_group(link.name)
     n = draw_ranks(rng, tuple(k for k in (4, 6, 8, 12, 16, 32) if limit is None or k <= limit))
     nbytes = draw_round(rng, 0.1, 20, 0.1) * units.GB
-    alpha, bw = link.latency_s, link.unidir_Bps
+    alpha, bw = link.latency_s, ring_link_Bps(link, n)
     t_s = float(cost.ring_all_reduce_time_s(nbytes, n, alpha, bw))
-    question = (f"A ring all-reduce of {size(nbytes)} runs on {n} GPUs connected by {link.title}: the wire's "
-                f"latency alpha = {num(alpha * 1e6)} us per step, B = {rate(bw)} one way (printed {rate(2 * bw)} "
-                "both ways). Using the ideal ring's t = 2(N-1)(alpha + S/(N B)), how long does it take, in ms?")
+    printed = ("as NCCL drives the card in the book's cluster model" if limit is None
+               else f"printed {rate(2 * bw)} both ways")
+    question = (f"A ring all-reduce of {size(nbytes)} runs on {ring_where(link, n)}: the wire's "
+                f"latency alpha = {num(alpha * 1e6)} us per step, B = {rate(bw)} one way ({printed}). Using the ideal "
+                "ring's t = 2(N-1)(alpha + S/(N B)), how long does it take, in ms?")
     solution = (f"2(N-1) = {2 * (n - 1)} steps, each alpha + S/(N B) = {duration(alpha)} + "
                 f"{duration(nbytes / (n * bw))}: t = {duration(t_s)}. A real step costs more than the wire's latency "
                 f"(NCCL counts {num(alpha_step_s(link.name) * 1e6)} us over this kind of link, chapter 5), which at "

@@ -5,18 +5,21 @@ import dataclasses
 import math
 
 from commlab import hardware, overlap, units
-from commlab.exercises.bank.common import draw_ranks, duration, num, pick, rate, ratio_mistake
+from commlab.exercises.bank.common import (draw_ranks, duration, num, pick, rate, ratio_mistake, ring_link_Bps,
+                                          ring_where)
 from commlab.exercises.model import Exercise, Mistake, Worked
 
-_LINKS = ("nvlink4", "pcie4", "pcie5", "ib-ndr", "roce-100", "roce-200")
+#: inside a server, or across single-GPU servers (each GPU on its own card, B from the cluster model)
+_LINKS = ("nvlink4", "pcie4", "pcie5", "ib-ndr", "roce-400")
 
 
 def _config(link: hardware.Link, n_ranks: int, n_layers: int, layer_mib: float, backward_s: float,
             cap_mb: float) -> overlap.DDPConfig:
-    """A DDP step of identical layers; the first bucket has the same cap as the others (bucket_cap_mb passed)."""
+    """A DDP step of identical layers; the first bucket has the same cap as the others (bucket_cap_mb passed). Across
+    servers the ranks are single-GPU servers and B is each one's card as the cluster model drives it."""
     layers = overlap.uniform_layers(n_layers, int(layer_mib * units.MiB), backward_s)
-    return overlap.DDPConfig(layers=layers, n_ranks=n_ranks, alpha_s=link.latency_s, bw_GBps=link.unidir_GBps,
-                             bucket_cap_mb=cap_mb)
+    return overlap.DDPConfig(layers=layers, n_ranks=n_ranks, alpha_s=link.latency_s,
+                             bw_GBps=ring_link_Bps(link, n_ranks) / 1e9, bucket_cap_mb=cap_mb)
 
 
 def _buckets(rng) -> Worked:
@@ -48,15 +51,16 @@ def _bucket_time(rng) -> Worked:
     cfg = _config(link, n, 4, cap_mb, 1e-3, cap_mb)
     nbytes = int(cap_mb * units.MiB)
     t_s = overlap.ddp.all_reduce_time_s(cfg, nbytes)
-    question = (f"A full DDP bucket of {num(cap_mb)} MiB is all-reduced with a ring over {n} ranks on {link.title} "
-                f"(alpha = {num(link.latency_s * 1e6)} us, B = {rate(link.unidir_Bps)} one way). How long does it "
+    bw = cfg.bw_GBps * 1e9
+    question = (f"A full DDP bucket of {num(cap_mb)} MiB is all-reduced with a ring over {ring_where(link, n)} "
+                f"(alpha = {num(link.latency_s * 1e6)} us, B = {rate(bw)} one way). How long does it "
                 "take, in ms?")
     solution = (f"S = {num(cap_mb)} MiB = {nbytes} bytes (bucket_cap_mb counts MiB). "
                 f"t = 2(N-1)(alpha + S/(N B)) = {2 * (n - 1)} x ({duration(link.latency_s)} + "
-                f"{duration(nbytes / (n * link.unidir_Bps))}) = {duration(t_s)}.")
+                f"{duration(nbytes / (n * bw))}) = {duration(t_s)}.")
     mistakes = (Mistake(units.MB / units.MiB, "MiB read as MB", "bucket_cap_mb is in MiB: 1 MiB = 1,048,576 bytes"),
                 ratio_mistake(overlap.ddp.all_reduce_time_s(
-                    dataclasses.replace(cfg, bw_GBps=2 * link.unidir_GBps), nbytes), t_s,
+                    dataclasses.replace(cfg, bw_GBps=2 * cfg.bw_GBps), nbytes), t_s,
                     "used the bidirectional figure", "each ring step sends one way"))
     return Worked(question, t_s * 1e3, solution, mistakes, n_ranks=n, params={"link": link.name, "n_ranks": n})
 
@@ -73,7 +77,7 @@ def _step_setup(rng):
     bucket_s = overlap.ddp.all_reduce_time_s(cfg, int(per_bucket * layer_mib * units.MiB))
     text = (f"A model of {per_bucket * n_buckets} identical layers: each takes {duration(backward_s)} of backward "
             f"and has {num(layer_mib)} MiB of gradients. DDP packs {per_bucket} layer(s) per bucket "
-            f"({n_buckets} buckets); each bucket's ring all-reduce on {n} ranks over {link.title} takes "
+            f"({n_buckets} buckets); each bucket's ring all-reduce on {ring_where(link, n)} takes "
             f"{duration(bucket_s)}.")
     return cfg, text, bucket_s
 

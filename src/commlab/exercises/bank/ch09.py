@@ -36,11 +36,11 @@ def _dp_sync(rng) -> Worked:
     solution = (f"Gradients: {num(n_params / 1e9)}e9 x {itemsize} B = {size(grads)}. Each GPU sends 2(N-1)/N * S = "
                 f"{size(sync.bytes_per_rank_per_step)}; at {rate(link.unidir_Bps)} plus {2 * (n - 1)} latency terms: "
                 f"{duration(t_s)}. (Not S / B = {duration(grads / link.unidir_Bps)}: that is one pass of the "
-                "gradients, the seed article's slip.)")
+                "gradients, a common slip.)")
     other = 4 if itemsize == 2 else 2
     mistakes = (
         ratio_mistake(grads / link.unidir_Bps, t_s, "ring factor 2(N-1)/N forgotten",
-                      "each GPU sends 2(N-1)/N * S, not S (the seed's ~31 ms for 7B)"),
+                      "each GPU sends 2(N-1)/N * S, not S"),
         ratio_mistake(parallelism.gradient_sync(n_params, n, other).time_s(link), t_s,
                       "wrong bytes per element", f"{dtype} is {itemsize} bytes per gradient"),
         ratio_mistake(sync.bytes_per_rank_per_step / (2 * link.unidir_Bps), t_s, "used the bidirectional figure",

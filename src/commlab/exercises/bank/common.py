@@ -76,3 +76,32 @@ def lane_figures(link: Link) -> tuple[float, int]:
     if link.lane_Gbps is None or link.lanes is None:
         raise CommlabError(f"{link.name} has no lane figures (lane_Gbps, lanes)")
     return link.lane_Gbps, link.lanes
+
+
+#: networks a ring of single-GPU servers crosses, each GPU on its own card: the cluster preset whose card it is
+ONE_GPU_SERVER_PRESETS = {"ib-ndr": "dgx-h100-ndr", "roce-400": "h100-16k-roce"}
+
+
+def is_network(link: Link) -> bool:
+    """InfiniBand, RoCE or Ethernet: a link between servers."""
+    return link.kind in ("infiniband", "roce", "ethernet")
+
+
+def ring_link_Bps(link: Link, n_ranks: int) -> float:
+    """A ring rank's one-way B over ``link``: the link itself inside a server; across servers of one GPU each, that
+    GPU's card as NCCL drives it in the book's cluster model (:mod:`commlab.cluster`), not the card's line rate
+    (chapter 5: never one network link per GPU of a multi-GPU server)."""
+    if not is_network(link):
+        return link.unidir_Bps
+    from commlab.cluster import Shape, preset          # the cluster layer, loaded only for a network
+    from commlab.cluster.groups import group_view
+    if link.name not in ONE_GPU_SERVER_PRESETS:
+        raise CommlabError(f"no single-GPU-server cluster for {link.name!r}; one of {sorted(ONE_GPU_SERVER_PRESETS)}")
+    return Shape.of(group_view(preset(ONE_GPU_SERVER_PRESETS[link.name]), 1), n_ranks).network_GBps * 1e9
+
+
+def ring_where(link: Link, n_ranks: int) -> str:
+    """Where a ring of ``n_ranks`` runs, in words: GPUs on a link, or single-GPU servers each on its own card."""
+    if is_network(link):
+        return f"{n_ranks} servers of one GPU each, each on its own {link.title} card"
+    return f"{n_ranks} GPUs connected by {link.title}"
