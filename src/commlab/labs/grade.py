@@ -382,6 +382,8 @@ def _grade_student(learner, folder: Path, labs: list[str], options: Options, pac
         module = (Path(folder) / f"{name}.py").resolve()
         if not module.is_file():
             rows = _rows(learner, entry, module, f"not handed in: there is no {name}.py in {folder}", "skipped")
+        elif entry.not_graded:
+            rows = _rows(learner, entry, module, f"not graded by labs check: {entry.not_graded}", "skipped")
         elif time.time() >= student_deadline:
             rows = _rows(learner, entry, module, f"not graded: this student's time (--student-timeout "
                                                  f"{options.student_timeout_s:g} s) ran out before {name}", "fail")
