@@ -321,7 +321,8 @@ def start(module: str, args: list[str], *, package: Path, home: Path, channel: P
     bwrap = bwrap_path()
     if bwrap is not None:
         command = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                   *_system_binds(), "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+                   "--tmpfs", "/tmp", *_system_binds(), "--proc", "/proc", "--dev", "/dev",   # /tmp first: a venv
+                   # under /tmp (a CI clone) is bound on top of the empty /tmp, not hidden by it
                    "--ro-bind", str(package), PACKAGE, "--bind", str(home), HOME, "--bind", str(channel), CHANNEL,
                    "--chdir", HOME, "--clearenv"]
         for key, value in clean_env().items():
