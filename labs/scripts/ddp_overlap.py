@@ -206,7 +206,7 @@ def link_points(device) -> list[tuple[int, float]]:
 def bucket_problems(models: dict, code) -> list[str]:
     """For each DDP model (by cap), the learner's ddp_buckets against the buckets DDP rebuilt, in the words of
     the lab's check (commlab.labs.checks.ddp_overlap)."""
-    from commlab.labs.checks.ddp_overlap import _compare, param_nbytes
+    from commlab.labs.checks.ddp_overlap import bucket_difference, param_nbytes
 
     found = []
     for cap, model in models.items():
@@ -218,7 +218,8 @@ def bucket_problems(models: dict, code) -> list[str]:
             got = code.function("ddp_buckets")(list(nbytes), cap, order)
         except NotImplementedError as exc:
             return [f"ddp_buckets is not written yet ({exc})"]
-        problem = _compare(got, rebuilt, nbytes, "the lab's model under DDP (the buckets it rebuilt)", cap, order)
+        problem = bucket_difference(got, rebuilt, nbytes, "the lab's model under DDP (the buckets it rebuilt)",
+                                    cap, order)
         if problem:
             found.append(problem)
     return found

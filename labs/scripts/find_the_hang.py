@@ -66,7 +66,7 @@ def judged(run: hang.FaultRun, find) -> tuple[bool, str]:
 
 def unseen_line(code) -> tuple[bool, str]:
     """The lab's check on the faults the notebook does not show (no ranks needed)."""
-    from commlab.labs.checks.find_the_hang import find_the_hang as check
+    from commlab.labs.checks.find_the_hang import check_find_the_hang as check
 
     outcome = check(code.function("find_the_hang"), live=False)
     return outcome.ok, f"find_the_hang on {outcome.details.get('cases', 'the')} unseen faults: " + (

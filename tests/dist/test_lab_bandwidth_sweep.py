@@ -141,9 +141,9 @@ def _first_regime_only(nbytes, regimes):
     (lambda nbytes, regimes: float(protocol_time_s(np.asarray(nbytes).ravel()[0], regimes)), "returned shape"),
 ])
 def test_protocol_time_s_check_catches_realistic_mistakes(wrong, says):
-    outcome = checks.protocol_time_s(wrong)
+    outcome = checks.check_protocol_time_s(wrong)
     assert not outcome.ok and says in outcome.problem, outcome.problem
-    assert checks.protocol_time_s(protocol_time_s).ok
+    assert checks.check_protocol_time_s(protocol_time_s).ok
 
 
 def test_protocol_time_s_cases_hold_a_size_where_the_fastest_line_is_not_the_regimes():

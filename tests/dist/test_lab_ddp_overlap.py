@@ -57,7 +57,7 @@ def test_layers_of_a_nested_model_with_half_precision_and_no_bias():
 
 
 def test_buckets_are_torchs_own_and_the_named_mistakes_are_caught(no_child_left):
-    assert checks.ddp_buckets(ddp_buckets).problem == ""          # torch's function on 4 models, then DDP on 2 ranks
+    assert checks.check_ddp_buckets(ddp_buckets).problem == ""          # torch's function on 4 models, then DDP on 2 ranks
     first, cap = checks.limits_nbytes(None)
     assert (first, cap) == (2**20, 25 * 2**20)
     nbytes = checks.param_nbytes(checks.exact_mib_model())
@@ -75,7 +75,7 @@ def test_buckets_are_torchs_own_and_the_named_mistakes_are_caught(no_child_left)
              "no small first bucket": "_DEFAULT_FIRST_BUCKET_BYTES", "decimal MB": "2**20 bytes, not 10**6",
              "ignores ready_order": "use ready_order"}
     for name, fn in mistakes.items():
-        problem = checks.ddp_buckets(fn, live=False).problem
+        problem = checks.check_ddp_buckets(fn, live=False).problem
         assert words[name] in problem, (name, problem)
 
 

@@ -237,17 +237,17 @@ def zero1_halves_with_full_state(model, lr):
 
 
 def test_reference_passes_every_check():
-    assert checks.allreduce_gradients(ref.allreduce_gradients).ok
-    over = checks.overlapped_ddp(ref.overlapped_ddp)
+    assert checks.check_allreduce_gradients(ref.allreduce_gradients).ok
+    over = checks.check_overlapped_ddp(ref.overlapped_ddp)
     assert over.ok, over.problem
     assert over.details["during_backward"] == over.details["calls"] == len(list(checks.lab_model().parameters()))
-    buckets = checks.bucketed_ddp(ref.bucketed_ddp)
+    buckets = checks.check_bucketed_ddp(ref.bucketed_ddp)
     assert buckets.ok, buckets.problem
     nbytes = checks.param_nbytes(checks.lab_model())
     for _cap, want, sizes in buckets.details["buckets"]:
         assert sizes == [sum(nbytes[i] for i in b) for b in want]
-    assert checks.accumulate_gradients(ref.accumulate_gradients).ok
-    zero = checks.zero1(ref.zero1)
+    assert checks.check_accumulate_gradients(ref.accumulate_gradients).ok
+    zero = checks.check_zero1(ref.zero1)
     assert zero.ok, zero.problem
     assert zero.details["state_nbytes"] == [zero.details["formula_nbytes"]] * 3
 
@@ -281,12 +281,12 @@ def test_zero1_formula():
     (never_communicates, "this rank's own, never all-reduced"),
 ])
 def test_naive_mistakes_are_named(fn, words):
-    outcome = checks.allreduce_gradients(fn)
+    outcome = checks.check_allreduce_gradients(fn)
     assert not outcome.ok and words in outcome.problem and "'0.weight'" in outcome.problem, outcome.problem
 
 
 def test_a_hang_names_the_rank_and_the_call():
-    outcome = checks.allreduce_gradients(hangs_on_rank_0, timeout_s=5)
+    outcome = checks.check_allreduce_gradients(hangs_on_rank_0, timeout_s=5)
     assert not outcome.ok and "deadlock" in outcome.problem and "dist.all_reduce" in outcome.problem, outcome.problem
 
 
@@ -296,12 +296,12 @@ def test_a_hang_names_the_rank_and_the_call():
     (after_backward, "started after loss.backward() returned"),
 ])
 def test_overlap_mistakes_are_named(fn, words):
-    outcome = checks.overlapped_ddp(fn)
+    outcome = checks.check_overlapped_ddp(fn)
     assert not outcome.ok and words in outcome.problem, outcome.problem
 
 
 def test_never_waited_names_the_parameter():
-    assert "'0.weight'" in checks.overlapped_ddp(never_waits).problem
+    assert "'0.weight'" in checks.check_overlapped_ddp(never_waits).problem
 
 
 @pytest.mark.parametrize("fn, words", [
@@ -309,7 +309,7 @@ def test_never_waited_names_the_parameter():
     (strict_buckets, "at least the cap (>=)"),
 ])
 def test_bucket_mistakes_are_named(fn, words):
-    outcome = checks.bucketed_ddp(fn)
+    outcome = checks.check_bucketed_ddp(fn)
     assert not outcome.ok and words in outcome.problem, outcome.problem
 
 
@@ -318,7 +318,7 @@ def test_bucket_mistakes_are_named(fn, words):
     (loss_not_divided, "4 times one large batch's"),
 ])
 def test_accumulation_mistakes_are_named(fn, words):
-    outcome = checks.accumulate_gradients(fn)
+    outcome = checks.check_accumulate_gradients(fn)
     assert not outcome.ok and words in outcome.problem, outcome.problem
 
 
@@ -328,5 +328,5 @@ def test_accumulation_mistakes_are_named(fn, words):
     (zero1_halves_with_full_state, "the whole model's: the optimizer sees every parameter"),
 ])
 def test_zero1_mistakes_are_named(fn, words):
-    outcome = checks.zero1(fn)
+    outcome = checks.check_zero1(fn)
     assert not outcome.ok and words in outcome.problem, outcome.problem

@@ -86,7 +86,7 @@ def test_the_launchers_timeout_names_where_each_rank_waits(no_child_left):
 def test_the_reference_is_right_on_every_unseen_case():
     for what, records, want in checks.unseen_cases():
         assert find_the_hang(records) == want, what
-    assert checks.find_the_hang(find_the_hang, live=False).ok
+    assert checks.check_find_the_hang(find_the_hang, live=False).ok
 
 
 def _vs_rank_0(records):
@@ -143,7 +143,7 @@ def _majority_when_behind(records):
     (_ignores_silent_ranks, "left no record"), (_majority_when_behind, "the four are behind"),
 ], ids=lambda v: getattr(v, "__name__", "")[1:] if callable(v) else "")
 def test_realistic_wrong_answers_are_caught_and_named(wrong, words):
-    problem = checks.find_the_hang(wrong, live=False).problem
+    problem = checks.check_find_the_hang(wrong, live=False).problem
     assert problem.startswith("an unseen fault (") and words in problem, problem
 
 
@@ -151,8 +151,8 @@ def test_the_check_reads_the_skeleton_and_wrong_shapes():
     def skeleton(records):
         raise NotImplementedError("write find_the_hang")
 
-    assert "find_the_hang is not written yet (write find_the_hang)" in checks.find_the_hang(skeleton, live=False).problem
-    assert "must return {'rank': ..., 'call': ...} or None, got (0, 2)" in checks.find_the_hang(
+    assert "find_the_hang is not written yet (write find_the_hang)" in checks.check_find_the_hang(skeleton, live=False).problem
+    assert "must return {'rank': ..., 'call': ...} or None, got (0, 2)" in checks.check_find_the_hang(
         lambda records: (0, 2), live=False).problem
 
 

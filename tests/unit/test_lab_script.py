@@ -194,7 +194,7 @@ def test_ranks_to_start_prefers_the_option_then_the_environment(monkeypatch):
 def test_a_learner_module_is_announced_checked_first_and_stops_the_script(fake, tmp_path, capsys):
     """labs/mine/ring_vs_tree.py with a tree model that uses floor(log2 N): exit 1 with the check's sentence,
     before any rank starts; the same module with the right models runs the worker with the learner's code."""
-    from commlab.labs.checks.ring_vs_tree import models
+    from commlab.labs.checks.ring_vs_tree import check_models as models
     from commlab.labs.code import Code
 
     mine = tmp_path / "mine"

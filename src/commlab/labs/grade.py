@@ -8,7 +8,7 @@ runs the lab's checks (:mod:`commlab.labs.registry`, the notebook's own) here, o
 :class:`commlab.labs.remote.RemoteFunction` objects: the student's functions are called on the inputs the
 checks draw now, and their values are judged against the reference in the grader's process. A verdict is
 never written by the student's process. Beside the public checks: cases drawn from a seed (a check
-module's ``drawn_<check>``, fresh each run unless ``--seed`` fixes it) and the instructor's hidden checks
+module's ``drawn_<task>``, fresh each run unless ``--seed`` fixes it) and the instructor's hidden checks
 (``--checks DIR``, :func:`hidden_checks`). A check module's ``GRADING`` dict gives a check's settings for
 grading that do not change its verdict (fewer timed repeats: the timings are the notebook's plot).
 
@@ -270,12 +270,12 @@ class _LabRun:
             channel = dataclasses.replace(self.channel, collectives=task.collectives)
             fns = remote.remote_functions(channel, task.functions, functions)
             check = getattr(checks, task.check)
-            settings = getattr(checks, "GRADING", {}).get(task.check, {})   # e.g. fewer timed repeats
+            settings = getattr(checks, "GRADING", {}).get(task.name, {})   # e.g. fewer timed repeats
             problem, seconds, timed_out = _run_one(task.name, check, *fns, **settings)
             if timed_out:
                 return self.fail_rest(self.timed_out_problem(), seconds)
             rows = [(task.name, "public", problem, seconds)]
-            drawn = getattr(checks, f"drawn_{task.check}", None)
+            drawn = getattr(checks, f"drawn_{task.name}", None)
             if drawn is not None:
                 problem, seconds, timed_out = _run_one(task.name, drawn, *fns, seed=seed)
                 if timed_out:

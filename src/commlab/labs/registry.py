@@ -2,13 +2,16 @@
 and ``commlab labs check`` run, so all three say the same sentence when something is wrong).
 
 A task is what the learner hands in: one or more functions of ``labs/mine/<lab>.py`` and the check that
-judges them, ``commlab.labs.checks.<lab>.<check>(*functions) -> Outcome`` (``Outcome.problem`` is "" when
-right). Importing this module imports nothing heavy: the checks are named, and imported when run.
+judges them, ``commlab.labs.checks.<lab>.check_<task>(*functions) -> Outcome`` (``Outcome.problem`` is "" when
+right): a check is named for what it checks, never like the learner's function it is given. Importing this
+module imports nothing heavy: the checks are named, and imported when run.
 
 >>> [t.name for t in lab("ring_vs_tree").tasks]
 ['models', 'predict_crossover_nbytes', 'faster_algorithm']
 >>> task_order("ring_vs_tree")
 ('ring_time_s', 'tree_time_s', 'predict_crossover_nbytes', 'faster_algorithm')
+>>> lab("ring_vs_tree").tasks[1].check
+'check_predict_crossover_nbytes'
 """
 from __future__ import annotations
 
@@ -64,7 +67,7 @@ class Lab:
 
 
 def _one(name: str, ranks: int = 0, **more) -> Task:
-    return Task(name, (name,), name, ranks, **more)
+    return Task(name, (name,), f"check_{name}", ranks, **more)
 
 
 LABS: tuple[Lab, ...] = (
@@ -81,7 +84,7 @@ LABS: tuple[Lab, ...] = (
         tuple(f"commlab.p2p.ring:{name}" for name in ("ring_step", "reduce_scatter_steps", "all_gather_steps",
                                                       "ring_reduce_scatter", "ring_all_gather", "ring_all_reduce"))),
     Lab("ring_vs_tree", "ring or tree: the crossover",
-        (Task("models", ("ring_time_s", "tree_time_s"), "models"), _one("predict_crossover_nbytes"),
+        (Task("models", ("ring_time_s", "tree_time_s"), "check_models"), _one("predict_crossover_nbytes"),
          _one("faster_algorithm")),
         ("commlab.cost.alpha_beta:ring_all_reduce_time_s", "commlab.cost.alpha_beta:tree_all_reduce_time_s",
          "commlab.cost.alpha_beta:all_reduce_time_s", "commlab.cost.fit:crossover_nbytes")),

@@ -91,11 +91,11 @@ _LEGACY = ("NCCL of the 2.5 era (nccl-tests before 2020-06: format legacy) copie
 #: Where the prediction misses and why (the scorecard shows it; tests hold the parts the model does cover).
 _OUTSIDE = {
     2: ("AMD EPYC host (DGX A100, NCCL 2.16.2): SHM runs at 5.2 GB/s per GPU, 34% above the two-way rate chosen "
-        "on fixture 06 and checked on 14-15 (commlab.tuner.shm). Other AMD hosts disagree with it (8 RTX 4090 "
+        "on shipped log 06 and checked on 14-15 (commlab.tuner.shm). Other AMD hosts disagree with it (8 RTX 4090 "
         "under EPYC 7542: 14.9 GB/s), and NCCL 2.16's copy is the same SM load/store through /dev/shm memory on "
         "every host (shm.cc, shmutils.cc), so no rule over the described fields gives a second rate"),
     5: ("across the CPU sockets (SYS) the SHM ring runs at 1.35-1.44 GB/s per GPU, 2.7x slower than on one CPU "
-        "of the same server (fixture 06); NCCL's figures for the link between CPUs (9 GB/s Skylake UPI in 2.16, "
+        "of the same server (shipped log 06); NCCL's figures for the link between CPUs (9 GB/s Skylake UPI in 2.16, "
         "16 GB/s AMD; topo.h) do not bind, and a SYS ring on AMD runs 10x faster (14.9 GB/s, 8 RTX 4090), so "
         "the CPU vendor or path alone cannot give it; no source found gives what does"),
     13: ("GCP A4 runs Google's gIB plugin with its own tuner config (tuner_config_a4.txtpb, unpublished), which "
@@ -103,7 +103,7 @@ _OUTSIDE = {
          "against 23 and 45), from 1 MiB on NCCL's Simple line, not the LL128 line NCCL itself would pick"),
     23: _LEGACY + ("every step on a misaligned block takes the slow path: 0.4-0.5 of the ring rate, alternating "
                    "with the parity of count (half or three quarters of the blocks misaligned); the slow path's "
-                   "rate is in no source (fixture 19 shows it only in its slower, out-of-place column), so it is "
+                   "rate is in no source (shipped log 19 shows it only in its slower, out-of-place column), so it is "
                    "not modelled"),
 }
 

@@ -67,7 +67,7 @@ def _switch(topo: Topology) -> str:
             "runs at the same hop speed.")
     if generation in ("nvlink4", "nvlink5"):
         text += (" These NVSwitches can also reduce in the switch (NVLS), which lets an all-reduce pass the ring "
-                 "bound (about 480 GB/s busbw on 8x H100, nccl-tests fixture 07).")
+                 "bound (about 480 GB/s busbw on 8x H100, nccl-tests shipped log 07).")
     return text
 
 
@@ -80,7 +80,7 @@ def _through_cpu(slowest: HopBandwidth | None, bw_GBps: float | None = None) -> 
              else "Whatever the PCIe generation, a ring through it reaches PCIe's rate only with")
     return (f"The ring's slowest hop ({slowest.relation}) crosses the CPU. {which} PCIe P2P between the "
             "GPUs (`nvidia-smi topo -p2p r`); without it NCCL stages through host memory and reaches a fraction "
-            "of that rate (1.4 GB/s busbw over SYS on 4 A40s, nccl-tests fixture 05).")
+            "of that rate (1.4 GB/s busbw over SYS on 4 A40s, nccl-tests shipped log 05).")
 
 
 def _p2p(topo: Topology) -> str:

@@ -1,8 +1,9 @@
 """The checks of the labs' "your turn" tasks, one module per lab (:mod:`commlab.labs.registry` lists them).
 
-Every check takes the learner's function(s) and returns a :class:`commlab.labs.checking.Outcome` whose
-``problem`` is one sentence naming the first thing that is wrong ("" when right), so that the notebook's check
-cell (``assert outcome.ok, outcome.problem``), the lab's script and ``commlab labs check`` say the same thing.
+Every check, ``check_<task>``, takes the learner's function(s) and returns a
+:class:`commlab.labs.checking.Outcome` whose ``problem`` is one sentence naming the first thing that is wrong
+("" when right), so that the notebook's check cell (``assert outcome.ok, outcome.problem``), the lab's script
+and ``commlab labs check`` say the same thing.
 Checks call the learner's code inside ``try``: a ``NotImplementedError`` says the cell is not written yet,
 any other exception is reported with its type and message. They never print.
 """

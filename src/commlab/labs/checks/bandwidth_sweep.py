@@ -20,7 +20,7 @@ HINTS = {"all_reduce": "a ring sends 2(n-1) chunks of S/n through each link",
          "chain": "a pipelined chain carries S once over every link, whatever n"}
 
 
-def bus_factor(fn, n_ranks=range(2, 17)) -> Outcome:
+def check_bus_factor(fn, n_ranks=range(2, 17)) -> Outcome:
     """F(n) for every collective and n = 2..16."""
     wrong = []
     n_ranks = list(n_ranks)
@@ -79,7 +79,7 @@ def fit_cases() -> list[tuple[np.ndarray, np.ndarray, str]]:
     return cases
 
 
-def least_squares_alpha_beta(fn, cases=None) -> Outcome:
+def check_least_squares_alpha_beta(fn, cases=None) -> Outcome:
     """The fit on every case of :func:`fit_cases`."""
     for nbytes, t_s, what in cases if cases is not None else fit_cases():
         problem = fit_problem(fn, nbytes, t_s, what)
@@ -173,7 +173,7 @@ def _one_size_problem(fn, regimes, what: str) -> Outcome | None:
                            f"expected the time of that size, {want:.6g} s")
 
 
-def protocol_time_s(fn) -> Outcome:
+def check_protocol_time_s(fn) -> Outcome:
     """The model's time at every size of :func:`protocol_cases`, given as an array, and for one size alone."""
     cases = protocol_cases()
     for regimes, sizes, what in cases:
@@ -188,7 +188,7 @@ def protocol_time_s(fn) -> Outcome:
 def drawn_bus_factor(fn, seed: int) -> Outcome:
     """F(n) at eight rank counts drawn from 2 to 4096."""
     rng = np.random.default_rng(seed)
-    return bus_factor(fn, sorted({int(n) for n in rng.integers(2, 4097, size=8)}))
+    return check_bus_factor(fn, sorted({int(n) for n in rng.integers(2, 4097, size=8)}))
 
 
 def drawn_least_squares_alpha_beta(fn, seed: int) -> Outcome:
@@ -203,4 +203,4 @@ def drawn_least_squares_alpha_beta(fn, seed: int) -> Outcome:
         if k == 1:
             t_s = np.where(nbytes < nbytes[2], t_s * 0.2, t_s)
         cases.append((nbytes, np.abs(t_s), f"sweep drawn from seed {seed} (#{k + 1})"))
-    return least_squares_alpha_beta(fn, cases)
+    return check_least_squares_alpha_beta(fn, cases)

@@ -52,15 +52,15 @@ def _check(fn, kind: str, n_ranks, lengths, timeout_s: float, seed: int = 0) -> 
     return Outcome(problem=lab.in_words(report), details={"report": report})
 
 
-def reduce_scatter_steps(fn, n_ranks=N_RANKS_CHECKED, lengths=LENGTHS, timeout_s: float = 30.0) -> Outcome:
+def check_reduce_scatter_steps(fn, n_ranks=N_RANKS_CHECKED, lengths=LENGTHS, timeout_s: float = 30.0) -> Outcome:
     return _check(reduce_scatter_of(fn), "reduce_scatter", n_ranks, lengths, timeout_s)
 
 
-def all_gather_steps(fn, n_ranks=N_RANKS_CHECKED, lengths=LENGTHS, timeout_s: float = 30.0) -> Outcome:
+def check_all_gather_steps(fn, n_ranks=N_RANKS_CHECKED, lengths=LENGTHS, timeout_s: float = 30.0) -> Outcome:
     return _check(all_gather_of(fn), "all_gather", n_ranks, lengths, timeout_s)
 
 
-def ring_all_reduce(fn, n_ranks=N_RANKS_CHECKED, lengths=LENGTHS, timeout_s: float = 30.0) -> Outcome:
+def check_ring_all_reduce(fn, n_ranks=N_RANKS_CHECKED, lengths=LENGTHS, timeout_s: float = 30.0) -> Outcome:
     return _check(fn, "all_reduce", n_ranks, lengths, timeout_s)
 
 

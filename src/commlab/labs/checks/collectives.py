@@ -11,7 +11,7 @@ from commlab.labs.checks import call
 N_RANKS, LENGTH = 4, 8
 
 
-def my_predictions(fn, n_ranks: int = N_RANKS, length: int = LENGTH) -> Outcome:
+def check_my_predictions(fn, n_ranks: int = N_RANKS, length: int = LENGTH) -> Outcome:
     """27 entries (n_out, last, sent_nbytes for nine collectives); ``details["rows"]`` for the notebook's table."""
     from commlab.labs.solutions import collectives as lab
 
@@ -27,14 +27,14 @@ def my_predictions(fn, n_ranks: int = N_RANKS, length: int = LENGTH) -> Outcome:
                    details={"rows": rows})
 
 
-def run_collective(fn, n_ranks: int = N_RANKS, length: int = LENGTH, timeout_s: float = 60.0) -> Outcome:
+def check_run_collective(fn, n_ranks: int = N_RANKS, length: int = LENGTH, timeout_s: float = 60.0) -> Outcome:
     """Every collective on ``n_ranks`` ranks; ``details["verdicts"]`` per collective."""
     from commlab.labs.solutions import collectives as lab
 
     return lab.check_collectives(fn, n_ranks, length, timeout_s=timeout_s)
 
 
-def all_reduce_by_halves(fn, n_ranks: int = N_RANKS, length: int = 4096, timeout_s: float = 30.0) -> Outcome:
+def check_all_reduce_by_halves(fn, n_ranks: int = N_RANKS, length: int = 4096, timeout_s: float = 30.0) -> Outcome:
     from commlab.labs.solutions import collectives as lab
 
     return lab.check_all_reduce_by_halves(fn, n_ranks, length, timeout_s=timeout_s)

@@ -143,7 +143,9 @@ def _hint(got, want, nbytes: list[int], bucket_cap_mb, order) -> str:
     return ""
 
 
-def _compare(got, want, nbytes, name: str, bucket_cap_mb, order=None) -> str:
+def bucket_difference(got, want, nbytes, name: str, bucket_cap_mb, order=None) -> str:
+    """How the learner's buckets ``got`` (lists of parameter indices) differ from ``want``, in one sentence
+    naming the first bucket that differs and, when it matches a known wrong rule, that rule ("" when equal)."""
     shown = "None (the default)" if bucket_cap_mb is None else f"{bucket_cap_mb:g}"
     if not isinstance(got, (list, tuple)) or not all(isinstance(b, (list, tuple)) for b in got):
         return f"ddp_buckets must return a list of buckets, each a list of parameter indices; got {got!r}"
@@ -166,7 +168,7 @@ def _orders(n_params: int):
     yield order
 
 
-def ddp_buckets(fn, live: bool = True, timeout_s: float = 60.0) -> Outcome:
+def check_ddp_buckets(fn, live: bool = True, timeout_s: float = 60.0) -> Outcome:
     """The learner's buckets against torch's function on every case, then against DDP's rebuilt buckets."""
     for name, make, caps in CASES:
         model = make()
@@ -179,7 +181,7 @@ def ddp_buckets(fn, live: bool = True, timeout_s: float = 60.0) -> Outcome:
                     return failed
                 label = name if order is None else (f"{name} given ready_order (each weight's gradient before its "
                                                     "bias's)")
-                problem = _compare(got, torch_buckets(model, cap, order), nbytes, label, cap, order)
+                problem = bucket_difference(got, torch_buckets(model, cap, order), nbytes, label, cap, order)
                 if problem:
                     return Outcome(problem=problem)
     if not live:
@@ -220,8 +222,8 @@ def _live(fn, timeout_s: float) -> Outcome:
         got, failed = call("ddp_buckets", fn, list(nbytes), cap, order)
         if failed:
             return failed
-        problem = _compare(got, rebuilt, nbytes, f"{name} under DDP (the buckets it rebuilt, ready_order={order})",
-                           cap, order)
+        problem = bucket_difference(got, rebuilt, nbytes,
+                                    f"{name} under DDP (the buckets it rebuilt, ready_order={order})", cap, order)
         if problem:
             return Outcome(problem=problem, backend=backend)
     return Outcome(outcome.values, "", backend, {"rebuilt": outcome.rank_values[0]})
@@ -249,7 +251,7 @@ def _own_counts(model) -> list[tuple[int, int]]:
     return found
 
 
-def layers_from_model(fn, backward_s: float = 0.010) -> Outcome:
+def check_layers_from_model(fn, backward_s: float = 0.010) -> Outcome:
     """One Layer per module owning parameters, forward order, its gradients' bytes, backward time by share."""
     from commlab import overlap
 

@@ -288,7 +288,7 @@ def _common_problem(found: dict) -> str:
     return ""
 
 
-def allreduce_gradients(fn, n_ranks: int = 3, timeout_s: float = 60.0) -> Outcome:
+def check_allreduce_gradients(fn, n_ranks: int = 3, timeout_s: float = 60.0) -> Outcome:
     """Naive DDP: every gradient equal to DDP's after backward, and the parameters after STEPS steps."""
     outcome = _launch(f"allreduce_gradients on {n_ranks} ranks", ddp_in_group, n_ranks, "naive", fn,
                       timeout_s=timeout_s)
@@ -335,7 +335,7 @@ def _overlap_problem(found: dict, expected_calls: int, unit: str) -> str:
     return _unwaited(found)
 
 
-def overlapped_ddp(fn, n_ranks: int = 2, timeout_s: float = 60.0) -> Outcome:
+def check_overlapped_ddp(fn, n_ranks: int = 2, timeout_s: float = 60.0) -> Outcome:
     """Overlapped DDP: one asynchronous all-reduce per parameter launched during backward, each handle waited,
     the same training as DDP."""
     outcome = _launch(f"overlapped_ddp on {n_ranks} ranks", ddp_in_group, n_ranks, "overlap", fn,
@@ -405,7 +405,7 @@ def buckets_in_group(rank: int, n_ranks: int, fn, caps) -> list[dict]:
     return [dict(ddp_in_group(rank, n_ranks, "buckets", fn, cap), cap=cap) for cap in caps]
 
 
-def bucketed_ddp(fn, n_ranks: int = 2, caps=BUCKET_CAPS, timeout_s: float = 90.0) -> Outcome:
+def check_bucketed_ddp(fn, n_ranks: int = 2, caps=BUCKET_CAPS, timeout_s: float = 90.0) -> Outcome:
     """Bucketed DDP at each cap: one asynchronous all-reduce per bucket of the rule, in its order, during backward,
     each waited; the same training as DDP."""
     outcome = _launch(f"bucketed_ddp on {n_ranks} ranks", buckets_in_group, n_ranks, fn, tuple(caps),
@@ -477,7 +477,7 @@ def accumulation_in_group(rank: int, n_ranks: int, fn, n_micro: int = MICRO_BATC
     return found
 
 
-def accumulate_gradients(fn, n_ranks: int = 2, timeout_s: float = 60.0) -> Outcome:
+def check_accumulate_gradients(fn, n_ranks: int = 2, timeout_s: float = 60.0) -> Outcome:
     """Communication on the last micro-batch only, the gradients of one large batch."""
     outcome = _launch(f"accumulate_gradients on {n_ranks} ranks", accumulation_in_group, n_ranks, fn,
                       timeout_s=timeout_s)
@@ -565,7 +565,7 @@ def _zero1_hint(mine, reference, rank: int, n_ranks: int) -> str:
     return ""
 
 
-def zero1(fn, n_ranks: int = 3, timeout_s: float = 60.0) -> Outcome:
+def check_zero1(fn, n_ranks: int = 3, timeout_s: float = 60.0) -> Outcome:
     """ZeRO-1: equal training to the unsharded run, a reduce-scatter and an all-gather per step, and the optimizer
     state of one shard per rank (the formula, :func:`zero1_state_formula_bytes`)."""
     outcome = _launch(f"zero1 on {n_ranks} ranks", zero1_in_group, n_ranks, fn, timeout_s=timeout_s)

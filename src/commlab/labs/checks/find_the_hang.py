@@ -114,7 +114,7 @@ def _judge(fn, what: str, records: dict, want: dict | None) -> str:
     return f"{what}: you named {got}; the records point to {want}: {describe(records, want)}{hint}"
 
 
-def find_the_hang(fn, runs=(), live: bool = True) -> Outcome:
+def check_find_the_hang(fn, runs=(), live: bool = True) -> Outcome:
     """The unseen cases, then ``runs`` (FaultRun of commlab.labs.hang), then, with ``live``, two faults run now."""
     for what, records, want in unseen_cases():
         problem = _judge(fn, f"an unseen fault ({what})", records, want)

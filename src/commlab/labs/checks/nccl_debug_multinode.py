@@ -30,7 +30,7 @@ RUNS = ((1, "nvlink3"), (2, "nvlink3"), (3, "nvlink4"), (7, "nvlink4"), (14, "pc
 CUT_OFFS = (0.0, 0.5, 0.6999, 0.70, 0.7001, 0.85, 0.9999, 1.0, 1.0001, 1.5)
 
 
-def answer_log_questions(fn, paths=None) -> Outcome:
+def check_answer_log_questions(fn, paths=None) -> Outcome:
     """The four answers on the H100 two-node log (the notebook's) and on every other log the book ships."""
     logs = list(paths) if paths is not None else sorted(nccl.debug_logs(), key=lambda p: "H100_2node" not in p.name)
     for path in logs:
@@ -67,7 +67,7 @@ def _log_problem(fn, text: str, name: str) -> str:
     return ""
 
 
-def env_for_goals(fn) -> Outcome:
+def check_env_for_goals(fn) -> Outcome:
     """Every goal names the right variable by its current name; the hung-collective goal also the timeout."""
     got, failed = call("env_for_goals", fn)
     if failed:
@@ -105,7 +105,7 @@ def _goal_problem(goal: str, want: str, names: list) -> str:
     return ""
 
 
-def peak_busbw_GBps(fn) -> Outcome:
+def check_peak_busbw_GBps(fn) -> Outcome:
     """The largest busbw, out of place or in place, of every run of the lab."""
     for key, _ in RUNS:
         path = nccl.nccl_tests_log(key)
@@ -120,7 +120,7 @@ def peak_busbw_GBps(fn) -> Outcome:
     return Outcome()
 
 
-def classify_run(fn) -> Outcome:
+def check_classify_run(fn) -> Outcome:
     """The verdict at fractions of a link just below and above each cut-off, then on the real runs."""
     link = hardware.link("nvlink4").unidir_GBps
     for fraction in CUT_OFFS:

@@ -19,14 +19,14 @@ RING_ELEMENTS = 2 * 2**20
 GRADING = {"ping_pong": {"n_repeats": 1}, "halo_exchange_nonblocking": {"n_repeats": 1}}
 
 
-def ping_pong(fn, sizes_nbytes=PING_PONG_SIZES, n_repeats: int = 7) -> Outcome:
+def check_ping_pong(fn, sizes_nbytes=PING_PONG_SIZES, n_repeats: int = 7) -> Outcome:
     """``details["one_way_s"]``: the one-way time at each size."""
     from commlab.labs.solutions import p2p as lab
 
     return lab.measure_ping_pong(fn, list(sizes_nbytes), n_repeats=n_repeats)
 
 
-def halo_exchange_nonblocking(fn, n_ranks: int = 2, nbytes: int = HALO_NBYTES, n_repeats: int = 5) -> Outcome:
+def check_halo_exchange_nonblocking(fn, n_ranks: int = 2, nbytes: int = HALO_NBYTES, n_repeats: int = 5) -> Outcome:
     """Both versions on the same ranks; ``details["times_s"]`` by name."""
     from commlab.labs.solutions import p2p as lab
 
@@ -34,7 +34,7 @@ def halo_exchange_nonblocking(fn, n_ranks: int = 2, nbytes: int = HALO_NBYTES, n
                                       n_repeats=n_repeats)
 
 
-def ring_exchange(fn, n_elements: int = RING_ELEMENTS, timeout_s: float = 10.0) -> Outcome:
+def check_ring_exchange(fn, n_elements: int = RING_ELEMENTS, timeout_s: float = 10.0) -> Outcome:
     from commlab.labs.solutions import p2p as lab
 
     return lab.check_ring_exchange(fn, (2, 3, 4), n_elements=n_elements, timeout_s=timeout_s)

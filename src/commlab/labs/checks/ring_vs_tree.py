@@ -26,7 +26,7 @@ def _case(n: int, alpha_s: float, bw_Bps: float) -> str:
     return f"N={n}, alpha={units.format_time(alpha_s)}, B={units.format_bandwidth(bw_Bps)}"
 
 
-def models(ring_time_s, tree_time_s, n_ranks=N_RANKS, links=LINKS, sizes=SIZES) -> Outcome:
+def check_models(ring_time_s, tree_time_s, n_ranks=N_RANKS, links=LINKS, sizes=SIZES) -> Outcome:
     """Both models agree with commlab.cost for N from 2 to 1024 and sizes from 0 to 1 GB, given an array."""
     grid = np.asarray(sizes, dtype=float)
     for n in n_ranks:
@@ -50,7 +50,7 @@ def models(ring_time_s, tree_time_s, n_ranks=N_RANKS, links=LINKS, sizes=SIZES) 
     return Outcome(details={"cases": len(n_ranks) * len(links) * grid.size})
 
 
-def predict_crossover_nbytes(fn, n_ranks=N_RANKS, links=LINKS) -> Outcome:
+def check_predict_crossover_nbytes(fn, n_ranks=N_RANKS, links=LINKS) -> Outcome:
     """S* against commlab.cost.crossover_nbytes (found numerically), nan where the ring is never slower."""
     for n in n_ranks:
         for alpha_s, bw_Bps in links:
@@ -92,7 +92,7 @@ def _faster_cases(n_ranks=N_RANKS, links=LINKS):
             yield s_star * 1e3, n, alpha_s, bw_Bps, "far above S*, the ring's smaller volume wins"
 
 
-def faster_algorithm(fn, n_ranks=N_RANKS, links=LINKS) -> Outcome:
+def check_faster_algorithm(fn, n_ranks=N_RANKS, links=LINKS) -> Outcome:
     """'ring' or 'tree', whichever model is faster (a tie: 'ring'), around every crossover of the grid."""
     cases = list(_faster_cases(n_ranks, links))
     for nbytes, n, alpha_s, bw_Bps, why in cases:
@@ -123,14 +123,14 @@ def _drawn_grid(seed: int):
 
 def drawn_models(ring_time_s, tree_time_s, seed: int) -> Outcome:
     n_ranks, links, sizes = _drawn_grid(seed)
-    return models(ring_time_s, tree_time_s, n_ranks, links, sizes)
+    return check_models(ring_time_s, tree_time_s, n_ranks, links, sizes)
 
 
 def drawn_predict_crossover_nbytes(fn, seed: int) -> Outcome:
     n_ranks, links, _ = _drawn_grid(seed)
-    return predict_crossover_nbytes(fn, n_ranks, links)
+    return check_predict_crossover_nbytes(fn, n_ranks, links)
 
 
 def drawn_faster_algorithm(fn, seed: int) -> Outcome:
     n_ranks, links, _ = _drawn_grid(seed)
-    return faster_algorithm(fn, n_ranks, links)
+    return check_faster_algorithm(fn, n_ranks, links)

@@ -42,7 +42,7 @@ def largest_tp() -> int:
     return min(max(tp for tp, _, _ in fitting_layouts(machines[name])) for name in MACHINES)
 
 
-def my_sizes(fn) -> Outcome:
+def check_my_sizes(fn) -> Outcome:
     """tp * pp * dp == 8, and tp the largest that fits all three machines."""
     from commlab.labs.solutions import topology as lab
     from commlab.topology import nvlink_groups
@@ -68,7 +68,7 @@ def my_sizes(fn) -> Outcome:
     return Outcome(details={"sizes": got})
 
 
-def choose_groups(fn, machines: dict | None = None) -> Outcome:
+def check_choose_groups(fn, machines: dict | None = None) -> Outcome:
     """A valid grouping for every layout that fits, on every machine (try_choose's words for the first failure)."""
     from commlab.labs.solutions import topology as lab
 
@@ -95,4 +95,4 @@ def drawn_choose_groups(fn, seed: int) -> Outcome:
         order = tuple(int(i) for i in rng.permutation(8))
         renumbered = lab.sub_topology(topology.example(name), order)
         machines[f"{name}, GPUs renumbered {' '.join(map(str, order))}"] = renumbered
-    return choose_groups(fn, machines)
+    return check_choose_groups(fn, machines)
