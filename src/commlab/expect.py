@@ -11,6 +11,7 @@ values::
     ...
     AssertionError: busbw at the link: got 1.1, expected 1 within 5% (off by 10%)
     >>> about(1.13 * 2**20, 1.1 * 2**20, "where LL retires on an H100 server")
+    >>> equal(sorted({(0, 1), (2, 3)}), [(0, 1), (2, 3)], "the TP groups")
 """
 from __future__ import annotations
 
@@ -45,3 +46,16 @@ PROSE_REL = 0.1
 def about(actual: float, stated: float, what: str, rel: float = PROSE_REL) -> None:
     """Fail unless ``actual`` is the figure the text states, ``stated``, to the text's rounding (``rel``)."""
     close(actual, stated, rel, f"{what} (the text says about {stated:.3g})")
+
+
+def equal(actual: object, expected: object, what: str) -> None:
+    """Fail unless ``actual == expected`` (exact: counts, names, rank lists); the message prints both.
+
+    >>> equal(4 * 80, 320, "all-reduces per micro-batch: 4 per layer")
+    >>> equal([2], [1, 2], "the ranks blocked in recv")
+    Traceback (most recent call last):
+    ...
+    AssertionError: the ranks blocked in recv: got [2], expected [1, 2]
+    """
+    if not actual == expected:
+        raise AssertionError(f"{what}: got {actual!r}, expected {expected!r}")

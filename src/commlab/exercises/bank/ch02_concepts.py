@@ -38,7 +38,7 @@ def _gbps_trap(rng) -> Worked:
 def _rdma_why(rng) -> Worked:
     size = pick(rng, ("8-byte", "4 KB", "64 KB"))
     stem = (f"On the same 100 Gb/s Ethernet wire, a {size} message takes a few microseconds with RDMA (RoCE) and "
-            "tens of microseconds through TCP sockets. Where does the difference come from?")
+            "several times as long through TCP sockets. Where does the difference come from?")
     right = Choice("RDMA's NIC reads and writes the application's memory itself: no system call and no copy "
                    "through the kernel's socket buffers on either side",
                    "the NIC does the transport; the CPU only posts a work request (chapter 2's TCP vs RDMA).")
