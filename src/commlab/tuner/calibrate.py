@@ -17,9 +17,11 @@ floor. A quantity is fitted only where the run shows it: one node shows no netwo
 floor alone and says so; what a NIC delivers then stays the description's port speed, and a network hop what the
 network kind costs (:mod:`commlab.tuner.networks`). A point-to-point run across nodes (nccl-tests' ``sendrecv_perf``,
 :func:`fit_nic_from_p2p`) shows a NIC alone: each rank sends to the next, and a pair that crosses nodes goes through
-one NIC, so from 64 MiB its algorithm bandwidth is what that NIC delivers. The fit is a coordinate search, twice round, each quantity on the rows where it matters
-(the NIC on sizes >= 64 MiB, the hop below 64 MiB, the floor up to 64 KiB) by the least mean relative time error
-there, ties broken by the median over all rows; the grids are :data:`NIC_FRACTIONS` (a port delivers at most its
+one NIC, so from 64 MiB its algorithm bandwidth is what that NIC delivers.
+
+The fit on a collective is a coordinate search, twice round, each quantity on the rows where it matters (the NIC on
+sizes >= 64 MiB, the hop below 64 MiB, the floor up to 64 KiB) by the least mean relative time error there, ties
+broken by the median over all rows; the grids are :data:`NIC_FRACTIONS` (a port delivers at most its
 speed), :data:`HOP_GRID_US` and the measured times of the smallest sizes.
 
 >>> from commlab.tuner.machine import parse_machine
