@@ -183,6 +183,21 @@ def test_the_goals_pairs_span_two_clusters_and_both_calibration_node_counts():
     assert {_small_nodes(p) for p in goal} == {1, 2}
 
 
+def test_the_stored_calibration_results_are_what_the_pairs_measure_now():
+    """error_bands.json's calibration section (written by benchmarks/tuner_heldout.py --write, read by chapter 08)
+    is the pairs as they predict now."""
+    from commlab.scorecard.error_bands import calibration_results
+
+    stored = calibration_results()
+    assert [(p["calibrate_from"], p["predict"]) for p in stored["pairs"]] == \
+        [(Path(p["calibrate_from"]).name, Path(p["predict"]).name) for p in PAIRS]
+    for entry, pair in zip(stored["pairs"], PAIRS):
+        assert entry["median_after"] == pytest.approx(_pair_errors(pair)[0], abs=1e-4), entry
+    goal = [e for e in stored["pairs"] if e["in_goal"]]
+    assert stored["pairs_in_goal"] == len(goal) and stored["goal_median"] == CALIBRATED_MEDIAN_GOAL
+    assert stored["met"] == sum(e["median_after"] <= CALIBRATED_MEDIAN_GOAL for e in goal)
+
+
 def test_a_two_node_sendrecv_calibrates_what_a_nic_delivers():
     """nccl-tests' sendrecv across 2 nodes: 45.87 GB/s a pair from 4 GiB, so a 400 Gb/s NIC delivers 367 Gb/s; the
     hop and the launch floor are not fitted, with the reason."""
