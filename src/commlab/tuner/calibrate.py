@@ -172,7 +172,8 @@ def fit_calibration(op: str, nbytes, time_us, m: Machine, gpus_per_thread: int =
     multi = m.nodes > 1
     if not multi:
         why = "the calibration run has one node: it shows no network"
-        not_fitted["nic_delivered_Gbps"] = not_fitted["net_hop_us"] = why
+        not_fitted["nic_delivered_Gbps"] = f"{why}, so the description's port speed stands"
+        not_fitted["net_hop_us"] = f"{why}, so what a hop of the description's network kind costs stands"
     else:
         if not has_bw:
             not_fitted["nic_delivered_Gbps"] = "the calibration log has no size >= 64 MiB"

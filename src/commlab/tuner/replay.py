@@ -37,6 +37,7 @@ from commlab.tuner.table import enabled_pairs, net_hop_us, nccl_tuning_table, re
 #: tuning.cc:278, v2.23.4-1:458, v2.30.7-1:640; 2.30's 24th entry serves NVLSTree, :643)
 TREE_CORRECTION_BELOW = 23
 
+
 def _ll128_cap(table: MappingProxyType, op: str, arch: str, ni: str) -> float:
     return table[(op, "any")] if (op, "any") in table else table[(arch, ni)]
 
@@ -182,7 +183,7 @@ def replay(op: str, nbytes, m: Machine, gen: Generation, launch: LaunchShape | N
     pairs = list(est_table)
     est = np.stack([_pair_time_us(op, a, p, est_table[(a, p)], s, m, gen, channels) for a, p in pairs])
     run_table = tuning_table(op, runner, gen, realized=True)
-    today = set(nccl_tuning_table(op, runner, realized=True))
+    today = _todays_pairs(op, runner)
     rows = []
     for a, p in pairs:
         if (a, p) not in run_table:
@@ -193,6 +194,14 @@ def replay(op: str, nbytes, m: Machine, gen: Generation, launch: LaunchShape | N
             e = run_table[(a, p)]
             rows.append(_pair_time_us(op, a, p, Entry(e.latency_us, e.algbw_GBps * scale), s, runner, gen, channels))
     return pick(op, m, s, pairs, est, np.stack(rows), launch)
+
+
+def _todays_pairs(op: str, m: Machine) -> set[tuple[str, str]]:
+    """The pairs today's model enables on ``m`` (none where its NCCL_ALGO / NCCL_PROTO leave today's NCCL nothing)."""
+    try:
+        return set(nccl_tuning_table(op, m, realized=True))
+    except CommlabError:
+        return set()
 
 
 def nvls_pick_us(op: str, algo: str, proto: str, s: np.ndarray, m: Machine, gen: Generation,
