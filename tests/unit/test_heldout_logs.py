@@ -17,8 +17,9 @@ MACHINES = json.loads((HERE / "machines.json").read_text())
 SCORES = {name[:2]: score_file(HERE / name, parse_machine(desc) if desc else None) for name, desc in MACHINES.items()}
 #: runs no description fits (machines.json gives null): the fit is held to its goals, nothing is predicted
 UNDESCRIBED = {key for key, sc in SCORES.items() if sc.machine is None}
-#: runs shorter than the fitted goals' GOAL_MIN_ROWS (the source elides rows)
-SHORT = {"23"}
+#: runs shorter than the fitted goals' GOAL_MIN_ROWS, and their rows: the source elides rows (23), or the run starts
+#: at 4 GiB (30, a sendrecv that calibrates what a NIC delivers)
+SHORT = {"23": 6, "30": 3}
 
 #: runs whose own two timings of a size disagree by more than the fitted goal (periodic 0.5 ms spikes in both
 #: columns): no model of a few numbers follows them, and the scorecard says so
@@ -33,8 +34,8 @@ PREDICTED_MISSES = {
 
 
 def test_every_held_out_run_is_read_whole():
-    assert len(SCORES) == 13 and all(sc.n_rows >= 8 for k, sc in SCORES.items() if k not in SHORT)
-    assert UNDESCRIBED == {"22"} and all(SCORES[k].n_rows == 6 for k in SHORT)
+    assert len(SCORES) == 20 and all(sc.n_rows >= 8 for k, sc in SCORES.items() if k not in SHORT)
+    assert UNDESCRIBED == {"22"} and all(SCORES[k].n_rows == rows for k, rows in SHORT.items())
 
 
 @pytest.mark.parametrize("key", sorted(SCORES))
@@ -53,7 +54,7 @@ def test_the_fit_meets_its_goals_or_the_run_is_noisier_than_them(key):
 @pytest.mark.parametrize("key", sorted(SCORES))
 def test_the_prediction_meets_its_goals_where_the_run_is_described(key):
     sc = SCORES[key]
-    if sc.collective == "all_to_all" or key in UNDESCRIBED:   # grouped send/recv, or no description
+    if sc.collective in ("all_to_all", "sendrecv") or key in UNDESCRIBED:   # grouped send/recv, or no description
         assert sc.predicted_median is None
     elif key in PREDICTED_MISSES:
         assert sc.meets_predicted_goals() is False
@@ -68,7 +69,8 @@ def test_the_forced_ring_of_run_19_is_read_from_its_text():
 
 # -- issue 25: the replay of each run's own NCCL generation, the error bands, calibration -------------------------
 from commlab.scorecard.calibration import held_out_run  # noqa: E402
-from commlab.scorecard.error_bands import goals_of, held_out_goals, measure_bands, stored_bands  # noqa: E402
+from commlab.scorecard.error_bands import (HELD_OUT_SHARE_GOAL, goals_of, held_out_goals, measure_bands,  # noqa: E402
+                                           stored_bands)
 
 RUNS = {name[:2]: run for name, desc in MACHINES.items() if desc
         and (run := held_out_run(name, (HERE / name).read_text(encoding="utf-8"), parse_machine(desc))) is not None}
@@ -95,9 +97,10 @@ def test_the_replay_of_the_runs_own_generation_meets_the_goals_or_the_miss_is_st
 
 
 def test_at_least_two_thirds_of_the_described_runs_meet_the_goals_without_calibration():
-    """Issue 25's goal on runs the tests do not ship: 8 of the 11 described runs tuned NCCL costs (08 is alltoall)."""
+    """The goal on runs the tests do not ship: 14 of the 17 described runs of collectives NCCL tunes (08 is alltoall,
+    30 a sendrecv)."""
     met = len(RUNS) - len(GENERATION_MISSES)
-    assert len(RUNS) == 11 and met == 8 and met >= 2 / 3 * len(RUNS)
+    assert len(RUNS) == 17 and met == 14 and met >= HELD_OUT_SHARE_GOAL * len(RUNS)
 
 
 def test_the_run_that_names_its_nccl_version_is_replayed_with_that_generation():

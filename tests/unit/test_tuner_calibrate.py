@@ -11,7 +11,8 @@ import pytest
 
 from commlab.errors import CommlabError
 from commlab.nccl.parse import parse_log
-from commlab.scorecard.calibration import calibrate_from_log, predict_log, read_small_run
+from commlab.scorecard.calibration import (CALIBRATED_MEDIAN_GOAL, calibrate_from_log, in_calibration_goal,
+                                           predict_log, read_small_run)
 from commlab.scorecard.error_bands import band_for, band_json, machine_class
 from commlab.scorecard.log_model import machine_for_log
 from commlab.scorecard.scorecard import measured_points
@@ -149,17 +150,77 @@ def _pair_errors(pair: dict) -> tuple[float, int]:
 PAIRS = json.loads((HELD / "pairs.json").read_text())
 
 
-def test_calibrated_on_two_nodes_the_four_node_run_of_the_same_kind_is_within_the_goal():
-    """Issue 25's calibration goal: a 1-2 node run calibrates 4-32 nodes to a median error <= 15%. The held-out runs
-    hold one such pair (DGX A100 on HDR, 2 -> 4 nodes)."""
-    pair = next(p for p in PAIRS if p["calibrate_from"].endswith("19_all_reduce_A100-DGX-HDR-IB-Ring_16r.txt"))
+def _small_nodes(pair: dict) -> int:
+    small = read_small_run(str(ROOT / pair["calibrate_from"]), parse_machine(pair["machine"]))
+    return small.fit.machine.nodes
+
+
+#: the goal's pairs the calibration misses, and why: a 1-node run shows no network, so what a NIC delivers stays
+#: the port speed and a hop NCCL's own figure; a 10-node ring all-gather / reduce-scatter is 10% slower than the
+#: port from 4 GiB and 1.6-2.3x slower at 32-256 MiB (the same cluster's 2-node sendrecv shows the NIC at 92% of
+#: its port, and calibrated on it the same two runs meet the goal)
+CALIBRATION_MISSES = {("28_all_gather_H100-1node-cluster01_8r.txt", "25_all_gather_H100-IB-10node-cluster01_80r.txt"),
+                      ("29_reduce_scatter_H100-1node-cluster01_8r.txt",
+                       "26_reduce_scatter_H100-IB-10node-cluster01_80r.txt")}
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda p: f"{Path(p['calibrate_from']).name[:2]}->"
+                                                      f"{Path(p['predict']).name[:2]}")
+def test_a_1_or_2_node_run_calibrates_4_to_32_nodes_of_the_same_cluster_within_the_goal(pair):
+    """The calibration goal: calibrated on a 1- or 2-node run, the prediction of the same cluster at 4 to 32 nodes
+    within a median of CALIBRATED_MEDIAN_GOAL over all sizes; a miss is named in CALIBRATION_MISSES with its
+    reason. Pairs at other node counts (the p5 pairs predict 2 nodes) are not the goal's and are held elsewhere."""
     median, nodes = _pair_errors(pair)
-    assert nodes == 4 and median <= 0.15
+    if not in_calibration_goal(_small_nodes(pair), nodes):
+        pytest.skip(f"{nodes} nodes: not a pair the goal speaks of")
+    key = (Path(pair["calibrate_from"]).name, Path(pair["predict"]).name)
+    assert (median <= CALIBRATED_MEDIAN_GOAL) is (key not in CALIBRATION_MISSES), (key, median)
+
+
+def test_the_goals_pairs_span_two_clusters_and_both_calibration_node_counts():
+    goal = [p for p in PAIRS if in_calibration_goal(_small_nodes(p), _pair_errors(p)[1])]
+    assert len(goal) == 8 and len(CALIBRATION_MISSES) == 2
+    assert {_small_nodes(p) for p in goal} == {1, 2}
+
+
+def test_the_stored_calibration_results_are_what_the_pairs_measure_now():
+    """error_bands.json's calibration section (written by benchmarks/tuner_heldout.py --write, read by chapter 08)
+    is the pairs as they predict now."""
+    from commlab.scorecard.error_bands import calibration_results
+
+    stored = calibration_results()
+    assert [(p["calibrate_from"], p["predict"]) for p in stored["pairs"]] == \
+        [(Path(p["calibrate_from"]).name, Path(p["predict"]).name) for p in PAIRS]
+    for entry, pair in zip(stored["pairs"], PAIRS):
+        assert entry["median_after"] == pytest.approx(_pair_errors(pair)[0], abs=1e-4), entry
+    goal = [e for e in stored["pairs"] if e["in_goal"]]
+    assert stored["pairs_in_goal"] == len(goal) and stored["goal_median"] == CALIBRATED_MEDIAN_GOAL
+    assert stored["met"] == sum(e["median_after"] <= CALIBRATED_MEDIAN_GOAL for e in goal)
+
+
+def test_a_two_node_sendrecv_calibrates_what_a_nic_delivers():
+    """nccl-tests' sendrecv across 2 nodes: 45.87 GB/s a pair from 4 GiB, so a 400 Gb/s NIC delivers 367 Gb/s; the
+    hop and the launch floor are not fitted, with the reason."""
+    desc = parse_machine("gpu=h100,gpus_per_node=8,nics_per_node=8,nic_Gbps=400,net=ib")
+    small = read_small_run(str(HELD / "30_sendrecv_H100-IB-2node-cluster01_16r.txt"), desc)
+    assert small.fit.calibration.nic_delivered_Gbps == pytest.approx(8 * 45.87, rel=0.002)
+    assert small.fit.calibration.net_hop_us is None and "one message" in small.fit.not_fitted["net_hop_us"]
+    assert small.fit.machine.nodes == 2 and small.fit.collective == "sendrecv"
+
+
+def test_a_sendrecv_on_one_node_or_without_large_sizes_cannot_calibrate_a_nic():
+    m1 = parse_machine("gpu=h100,gpus_per_node=8")
+    with pytest.raises(CommlabError, match="sendrecv run on one node: no pair crosses a NIC"):
+        C.fit_nic_from_p2p("sendrecv", [2.0 ** 30], [1e4], m1)
+    m2 = parse_machine("gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400,net=ib")
+    with pytest.raises(CommlabError, match="too short to calibrate: a sendrecv run needs sizes >= 64 MiB"):
+        C.fit_nic_from_p2p("sendrecv", [1024.0], [20.0], m2)
 
 
 def test_the_calibration_pair_of_the_nccl_2_18_p5_run_is_a_stated_miss():
-    """2x p5 (Slurm) calibrates 2x p5 (EKS, NCCL 2.18.5): the EKS run's bandwidth climb is not a NIC's rate (its
-    busbw climbs 3.5x from 64 MiB to 2 GiB), so no calibration of three quantities follows it."""
+    """2x p5 (Slurm) calibrates 2x p5 (EKS, NCCL 2.18.5), both at 2 nodes: the EKS run is 1.3-2.6x slower than the
+    Slurm run of the same instance type from 64 MiB to 1 GiB and as fast at 2 GiB (busbw 126 -> 438 GB/s), a
+    curve of its own that no quantity fitted on another run carries."""
     pair = next(p for p in PAIRS if p["calibrate_from"].endswith("09_all_reduce_H100-p5-EFA_16r.txt"))
     assert _pair_errors(pair)[0] > 0.25
 
@@ -239,7 +300,7 @@ def test_scorecard_calibrate_from_calibrates_the_logs_of_its_cluster_and_says_wh
     assert log["predicted"]["error_band"]["band"]["generation"] == "2.4-2.8"
     assert main(["scorecard", BIG, "--machine", DGX, "--calibrate-from", BIG]) == 0
     out = capsys.readouterr().out
-    assert "predicted goals on held-out runs (not shipped, no choice made on them): met on 8 of 11" in out
+    assert "predicted goals on held-out runs (not shipped, no choice made on them): met on 14 of 17" in out
 
 
 def test_scorecard_refuses_to_calibrate_a_log_on_itself_and_scores_it_uncalibrated():
@@ -253,13 +314,13 @@ def test_scorecard_refuses_to_calibrate_a_log_on_itself_and_scores_it_uncalibrat
 
 def test_cluster_cost_calibrate_from_adds_the_calibrated_pick_with_its_quantities(capsys):
     small = str(ROOT / "src/commlab/data/nccl/nccl-tests/09_all_reduce_H100-p5-EFA_16r.txt")
-    assert main(["cluster", "cost", "all_reduce", "--nbytes", "1G", "--preset", "aws-p5", "--nodes", "8",
+    assert main(["cluster", "cost", "all_reduce", "--nbytes", "1G", "--preset", "aws-p5", "--nodes", "16",
                  "--calibrate-from", small, "--json"]) == 0
     cal = json.loads(capsys.readouterr().out)["calibrated"]
     assert cal["pair"].startswith("NVLS") and cal["time_us"] > 0
     assert {q["name"] for q in cal["calibration"]["quantities"]} == {"nic_delivered_Gbps", "net_hop_us",
                                                                    "launch_us_per_gpu"}
-    assert any("at most 2 node(s), this machine 8" in n for n in cal["notes"])
+    assert any("at most 10 node(s), this machine 16" in n for n in cal["notes"])   # the band's runs reach 10 nodes
     assert main(["cluster", "cost", "all_to_all", "--nbytes", "1G", "--preset", "aws-p5", "--nodes", "8",
                  "--calibrate-from", small]) == 2
     assert "grouped send/recv" in capsys.readouterr().err

@@ -14,6 +14,7 @@ from commlab.tuner.predict import predict
 from commlab.tuner.settings import TUNED_OPS
 from commlab.errors import CommlabError
 from commlab.tuner import generations as G
+from commlab.tuner.generation import parse_generation
 
 SIZES = 2.0 ** np.arange(3, 34)
 
@@ -36,22 +37,55 @@ def test_the_generations_cover_every_release_from_2_4_without_a_gap():
         assert b.first == (a.last[0], a.last[1] + 1), (a.name, b.name)
 
 
-def test_the_current_generation_is_the_constants_the_predictive_model_reads_entry_by_entry():
+def test_the_current_generations_file_is_the_one_home_of_the_constants_the_predictive_model_reads():
+    """nccl_constants reads its tuning tables from the current generation's file: the same objects, not a copy."""
     g = G.current()
-    assert g.tag == f"v{K.NCCL_VERSION}-1"
-    assert dict(g.base_lat_us) == {k: K.BASE_LAT_US.get(k, 0.0) for k in g.base_lat_us}
-    assert all(g.hw_lat_us[k] == v for k, v in K.HW_LAT_US.items())
+    assert g.tag == f"v{K.NCCL_VERSION}-1" and g.commit == K.NCCL_COMMIT
+    for table, name in ((K.LL_MAX_BW_GBPS, "ll_max_bw_GBps"), (K.TREE_CORRECTION, "tree_correction"),
+                        (K.TREE_MAX_BW_PER_CH_GBPS, "tree_max_bw_per_ch_GBps"),
+                        (K.RING_LL128_MAX_BW_PER_CH_GBPS, "ring_ll128_max_bw_per_ch_GBps"),
+                        (K.TREE_LL128_MAX_BW_PER_CH_GBPS, "tree_ll128_max_bw_per_ch_GBps")):
+        assert table is getattr(g, name), name
+    assert K.NVLS_CHUNK_RULES is g.chunking["nvls_rules"] and K.TREE_LL128_CHUNK_RULES is g.chunking["tree_ll128_rules"]
+    assert all(g.base_lat_us[k] == v for k, v in K.BASE_LAT_US.items())
     assert all(v == 0.0 for k, v in g.hw_lat_us.items() if k not in K.HW_LAT_US)
-    assert dict(g.ll_max_bw_GBps) == dict(K.LL_MAX_BW_GBPS)
-    assert dict(g.ring_ll128_max_bw_per_ch_GBps) == dict(K.RING_LL128_MAX_BW_PER_CH_GBPS)
-    assert dict(g.tree_ll128_max_bw_per_ch_GBps) == dict(K.TREE_LL128_MAX_BW_PER_CH_GBPS)
-    assert dict(g.tree_max_bw_per_ch_GBps) == dict(K.TREE_MAX_BW_PER_CH_GBPS)
-    assert dict(g.tree_correction) == dict(K.TREE_CORRECTION)
     r = g.rules
-    assert r["ring_ll_factor"] == (K.LL_BW_FACTOR,) * 2 and r["ring_ll128_factor"] == (K.LL128_BW_FACTOR,) * 2
-    assert r["tree_factor"] == K.TREE_ALL_REDUCE_FACTOR and r["tree_ll_factor"] == pytest.approx(K.TREE_LL_FACTOR)
-    assert r["tree_ll128_factor"] == pytest.approx((K.TREE_LL128_FACTOR_ONE_NODE, K.TREE_LL128_FACTOR_NODES))
-    assert r["plateau"] == (K.RING_PLATEAU_FACTOR["pre_sm80"], K.RING_PLATEAU_FACTOR["sm80_up"])
+    assert r["ring_ll_factor"] == (K.LL_BW_FACTOR,) * 2 and r["tree_ll128_factor"] == (K.TREE_LL128_FACTOR_ONE_NODE,
+                                                                                      K.TREE_LL128_FACTOR_NODES)
+
+
+def test_the_current_tables_are_tuning_cc_at_v2_30_7():
+    """Spot entries read off NVIDIA/nccl v2.30.7-1 src/graph/tuning.cc (the line each comes from), an independent
+    check of the data file: baseLat :151, hwLat NET :171-173, llMaxBws :179-182, the Tree LL factor 1/3.8 :332."""
+    assert K.BASE_LAT_US[("Ring", "LL")] == 6.6 and K.BASE_LAT_US[("Tree", "Simple")] == 8.4
+    assert K.HW_LAT_US[("net", "Ring", "LL128")] == 4.0 and K.HW_LAT_US[("net", "NVLS", "Simple")] == 18.0
+    assert K.LL_MAX_BW_GBPS[("ampere", "n2")] == 22.5 and K.TREE_LL_FACTOR == 1.0 / 3.8
+
+
+def test_every_generation_sizes_its_chunks_from_its_own_enqueue_cc():
+    """calcCollChunking by release, each entry from the tag's own file and line: the Tree/LL128 rule in every
+    generation, NVLS's chunk rules from 2.18 (v2.23.4-1 enqueue.cc:2035-2050), none before."""
+    for g in G.generations():
+        assert set(g.chunking) <= set(G.CHUNKING) and "tree_ll128_rules" in g.chunking
+        for name in g.chunking:
+            assert re.fullmatch(r"v2\.\d+\.\d+-1 src/(enqueue\.cc|transport/nvls\.cc):\d+(-\d+)?", g.line(name)), \
+                (g.name, name)
+    has_nvls = {g.name for g in G.generations() if "nvls_rules" in g.chunking}
+    assert has_nvls == {"2.18-2.23", "2.24-2.30"}
+    assert G.load_generation("2.4-2.8").line("tree_ll128_rules") == "v2.8.4-1 src/enqueue.cc:407-409"
+
+
+def test_an_older_generations_nvlstree_pick_runs_on_the_hardware_not_on_ncclts_line():
+    """NCCL 2.18-2.23 budgets NVLSTree at min(bwIntra, bwInter) x 5/6 with no nvlsEfficiency (v2.23.4-1
+    tuning.cc:182-183, 224); the switch reduces at 0.85 of its links whatever the release, and each pipe fills for
+    two chunks of the generation's own size. The pick is NCCL 2.18's; its time is the hardware's."""
+    m = parse_machine("gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400,net=ib")
+    s = np.array([2.0 ** 26, 2.0 ** 31])
+    gen = G.load_generation("2.18-2.23")
+    p = G.replay("all_reduce", s, m, gen)
+    assert set(p.pairs()) == {"NVLSTree/Simple"}
+    assert np.allclose(p.time_s * 1e6, G.nvls_pick_us("all_reduce", "NVLSTree", "Simple", s, m, gen), rtol=1e-12)
+    assert np.all(p.time_s * 1e6 > p.nccl_time_us)             # slower than NCCL 2.18's own estimate
 
 
 @pytest.mark.parametrize("version, name, assumed", [
@@ -78,7 +112,7 @@ def test_an_unknown_generation_names_the_known_ones():
 
 def test_a_broken_generation_file_is_one_clear_error():
     with pytest.raises(CommlabError, match="bad.toml: not a generation of NCCL's tuner"):
-        G._parse({"name": "x", "first": "2.1", "last": "2.2"}, "bad.toml")
+        parse_generation({"name": "x", "first": "2.1", "last": "2.2"}, "bad.toml")
 
 
 # -- the replay, against the predictive model it generalises -------------------------------------------------------

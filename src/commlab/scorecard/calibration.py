@@ -20,13 +20,29 @@ import numpy as np
 
 from commlab.errors import CommlabError
 from commlab.scorecard.error_bands import HeldOutRun, band_json
-from commlab.tuner.calibrate import (CalibrationCheck, CalibrationFit, check_pair, digest_of, fit_calibration,
-                                     machine_at, predict_calibrated, refuse_own_log)
+from commlab.tuner.calibrate import (P2P_OPS, CalibrationCheck, CalibrationFit, check_pair, digest_of,
+                                     fit_calibration, fit_nic_from_p2p, machine_at, predict_calibrated,
+                                     refuse_own_log)
 from commlab.tuner.generations import GenerationChoice, generation_for, replay
 from commlab.tuner.launch import LaunchShape
 from commlab.tuner.machine import Machine
 from commlab.tuner.predict import Prediction
 from commlab.tuner.settings import TUNED_OPS
+
+
+#: the calibration goal: calibrated on a run of CALIBRATION_NODES nodes, the prediction of the same cluster at
+#: CALIBRATED_TARGET_NODES (inclusive) within this median relative time error over all sizes
+CALIBRATED_MEDIAN_GOAL = 0.15
+#: the share of the goal's pairs that are to meet CALIBRATED_MEDIAN_GOAL
+CALIBRATED_PAIRS_SHARE_GOAL = 0.9
+CALIBRATION_NODES = (1, 2)
+CALIBRATED_TARGET_NODES = (4, 32)
+
+
+def in_calibration_goal(calibration_nodes: int, target_nodes: int) -> bool:
+    """Whether a calibration pair is one the goal speaks of (a 1- or 2-node run calibrating 4 to 32 nodes)."""
+    lo, hi = CALIBRATED_TARGET_NODES
+    return calibration_nodes in CALIBRATION_NODES and lo <= target_nodes <= hi
 
 
 def log_generation(log, text: str) -> GenerationChoice:
@@ -84,10 +100,17 @@ def calibrate_from_log(path, text: str, machine: Machine) -> SmallRun:
     log = parse_log(text)
     if not log.rows:
         raise CommlabError(f"{where} has no nccl-tests table rows: it is too short to calibrate")
-    if log.collective not in TUNED_OPS:
+    if log.collective not in TUNED_OPS + P2P_OPS:
         raise CommlabError(f"{where} is {log.collective}, which NCCL's tuner does not model: calibrate on one of "
-                           f"{', '.join(TUNED_OPS)}")
+                           f"{', '.join(TUNED_OPS)}, or on a {' or '.join(P2P_OPS)} run across nodes (what a NIC "
+                           f"delivers)")
     m = machine_at(machine, log.n_ranks, where)
+    if log.collective in P2P_OPS:
+        rows = [(r.size_bytes, r.fastest.time_us) for r in log.rows if r.size_bytes > 0]
+        s, t = (np.array(rows, dtype=float).T if rows else (np.array([]), np.array([])))
+        choice = log_generation(log, text)
+        fit = fit_nic_from_p2p(log.collective, s, t, m, source=Path(str(path)).name, digest=digest_of(text))
+        return SmallRun(replace(fit, generation=choice.generation.name), choice, frozenset(gpus_named(text)))
     settings = forced_settings(text)
     if settings:
         m = apply_forced(replace(m, algo=None, proto=None, nvls=None), settings)

@@ -22,6 +22,7 @@ its kind exists, or the machine, node count or sizes lie outside what the runs c
 """
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -35,6 +36,8 @@ from commlab.errors import CommlabError
 
 #: the percentiles of measured / predicted a band reports
 PERCENTILES = (10, 50, 90)
+#: the share of the described held-out runs the predicted goals are to hold on, uncalibrated
+HELD_OUT_SHARE_GOAL = 2 / 3
 
 
 def machine_class(m: Machine) -> str:
@@ -136,6 +139,13 @@ def held_out_goals() -> dict:
     table records it: ``{"runs", "met", "missed"}``."""
     goals = _stored()["held_out_goals"]
     return {"runs": int(goals["runs"]), "met": int(goals["met"]), "missed": list(goals["missed"])}
+
+
+def calibration_results() -> dict:
+    """The calibration pairs of the held-out runs, before and after ``--calibrate-from`` (median relative time error
+    over all sizes), how many of the goal's pairs (a 1-2 node run calibrating 4-32 nodes) meet its median, as
+    benchmarks/tuner_heldout.py last measured them."""
+    return copy.deepcopy(_stored()["calibration"])
 
 
 def goals_of(runs: Iterable[HeldOutRun], median_goal: float, bw_goal: float, bw_from_bytes: float) -> dict:

@@ -14,9 +14,14 @@ NCCL still picks with what it sees (the port speed, the latency its plugin repor
 how the pick runs (:func:`commlab.tuner.generations.replay`, ``run_machine`` and ``nic_scale``): every bandwidth
 across nodes at delivered / port of NCCL's budget, every network hop at the fitted cost, no time below the fitted
 floor. A quantity is fitted only where the run shows it: one node shows no network, so a 1-node run fits the launch
-floor alone and says so. The fit is a coordinate search, twice round, each quantity on the rows where it matters
-(the NIC on sizes >= 64 MiB, the hop below 64 MiB, the floor up to 64 KiB) by the least mean relative time error
-there, ties broken by the median over all rows; the grids are :data:`NIC_FRACTIONS` (a port delivers at most its
+floor alone and says so; what a NIC delivers then stays the description's port speed, and a network hop what the
+network kind costs (:mod:`commlab.tuner.networks`). A point-to-point run across nodes (nccl-tests' ``sendrecv_perf``,
+:func:`fit_nic_from_p2p`) shows a NIC alone: each rank sends to the next, and a pair that crosses nodes goes through
+one NIC, so from 64 MiB its algorithm bandwidth is what that NIC delivers.
+
+The fit on a collective is a coordinate search, twice round, each quantity on the rows where it matters (the NIC on
+sizes >= 64 MiB, the hop below 64 MiB, the floor up to 64 KiB) by the least mean relative time error there, ties
+broken by the median over all rows; the grids are :data:`NIC_FRACTIONS` (a port delivers at most its
 speed), :data:`HOP_GRID_US` and the measured times of the smallest sizes.
 
 >>> from commlab.tuner.machine import parse_machine
@@ -167,7 +172,8 @@ def fit_calibration(op: str, nbytes, time_us, m: Machine, gpus_per_thread: int =
     multi = m.nodes > 1
     if not multi:
         why = "the calibration run has one node: it shows no network"
-        not_fitted["nic_delivered_Gbps"] = not_fitted["net_hop_us"] = why
+        not_fitted["nic_delivered_Gbps"] = f"{why}, so the description's port speed stands"
+        not_fitted["net_hop_us"] = f"{why}, so what a hop of the description's network kind costs stands"
     else:
         if not has_bw:
             not_fitted["nic_delivered_Gbps"] = "the calibration log has no size >= 64 MiB"
@@ -204,6 +210,40 @@ def fit_calibration(op: str, nbytes, time_us, m: Machine, gpus_per_thread: int =
         not_fitted["launch_us_per_gpu"] = "no floor shows: the run's smallest sizes take longer than any launch"
     median = float(np.median(errors(cal)))
     return CalibrationFit(cal, source, op, m, int(s.size), median, not_fitted, gen.name, digest)
+
+
+#: nccl-tests' point-to-point runs that calibrate what a NIC delivers (:func:`fit_nic_from_p2p`)
+P2P_OPS = ("sendrecv",)
+
+
+def fit_nic_from_p2p(op: str, nbytes, time_us, m: Machine, source: str = "calibration run",
+                     digest: str = "") -> CalibrationFit:
+    """What one NIC delivers, fitted on a point-to-point run across nodes (``sendrecv_perf``): every rank sends
+    ``nbytes`` to the next, the pairs that cross nodes each through one NIC (a GPU's own, or one it shares with
+    fewer pairs than NICs), and the slowest pair sets the time. From 64 MiB the latency is a rounding error, so::
+
+        nic_delivered_Gbps = 8 x median(nbytes / time)       (at most the port: a NIC delivers at most its speed)
+
+    The hop and the launch floor are not fitted: a send's latency is one message's, not a collective's hop."""
+    if op not in P2P_OPS:
+        raise CommlabError(f"a point-to-point calibration reads {', '.join(P2P_OPS)}, not {op}")
+    if m.nodes < 2:
+        raise CommlabError(f"the calibration log {source!r} is a {op} run on one node: no pair crosses a NIC, so it "
+                           f"shows nothing of the network; calibrate on a run across nodes")
+    s = np.asarray(nbytes, dtype=float)
+    t = np.asarray(time_us, dtype=float)
+    big = (s >= BW_ROWS_NBYTES) & (t > 0)
+    if not big.any():
+        raise CommlabError(f"the calibration log {source!r} is too short to calibrate: a {op} run needs sizes "
+                           f">= 64 MiB to show what a NIC delivers (it has {int(s.size)} rows, the largest "
+                           f"{int(s.max()) if s.size else 0} bytes)")
+    rate_Gbps = float(np.median(8.0 * s[big] / (t[big] * 1e3)))
+    nic = round(min(rate_Gbps, m.nic_Gbps), 3)
+    why = f"a {op} run times one message, not a collective's hop or launches"
+    cal = Calibration(nic_delivered_Gbps=nic)
+    median = float(np.median(np.abs(s[big] * 8.0 / (t[big] * 1e3) / nic - 1.0)))
+    return CalibrationFit(cal, source, op, m, int(big.sum()), median, {"net_hop_us": why, "launch_us_per_gpu": why},
+                          "", digest)
 
 
 def digest_of(text: str) -> str:

@@ -1,11 +1,14 @@
 """The constants of NCCL's cost model, each with the line of NCCL's source it comes from.
 
-Read from NVIDIA/nccl v2.30.7 (commit 5067397c2676d5aed50042fc39e5c8ee96eb0027, June 2026):
+Read from NVIDIA/nccl v2.30.7-1 (the tag's commit 73cf112295c33aee2b895f329f592f2a9b4b0f97):
 ``src/graph/tuning.cc`` (the tuner), ``src/graph/search.cc`` (the channel search's speeds),
 ``src/graph/topo.h`` (per-link bandwidths), ``src/graph/topo.cc`` (PCIe), ``src/include/device.h``
-(channel limits). Older NCCL releases used some different numbers (2.5-era Volta runs, shipped logs 19-23);
-commlab uses these throughout and says so. The few choices no source makes (how long a pipeline fills) are
-calibrated: :mod:`commlab.calibration` holds them with the runs they were chosen and checked on.
+(channel limits). The tuning tables of ``tuning.cc`` (latencies, caps, factors, the Tree correction, the ring
+plateau) and the chunk sizes of ``enqueue.cc`` have one home, the current generation's data file
+(``commlab/data/nccl/generations/2.24-2.30.toml``, each entry with its line): this module reads them from it, as
+:mod:`commlab.tuner.generation` reads the older generations, which :mod:`commlab.tuner.replay` replays. The few
+choices no source makes (how long a pipeline fills) are calibrated: :mod:`commlab.calibration` holds them with the
+runs they were chosen and checked on.
 
 Tables are keyed by NCCL's names: algorithms ``Tree, Ring, NVLS, NVLSTree`` (``CollNetDirect``,
 ``CollNetChain`` and ``PAT`` need switch offload or one GPU per node and are left out of the predictive model;
@@ -21,79 +24,50 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from commlab.calibration import entry, value
+from commlab.tuner.generation import current
+from commlab.tuner.nccl_names import (ALGO_NAMES, ALGOS, ARCHS, FUNCTIONS, NODE_INDEX, OLD_ALGO_NAMES,  # noqa: F401
+                                      PROTO_NAMES, PROTOS, arch_of, nodes_index)
 
-NCCL_VERSION = "2.30.7"
-NCCL_COMMIT = "5067397c2676d5aed50042fc39e5c8ee96eb0027"
+_NOW = current()
+#: the release the tables are read from, and its commit (the current generation's file)
+NCCL_VERSION = _NOW.tag.removeprefix("v").rsplit("-", 1)[0]
+NCCL_COMMIT = _NOW.commit
 SOURCE = f"NVIDIA/nccl v{NCCL_VERSION} ({NCCL_COMMIT[:8]})"
-
-#: ncclAlgoStr and ncclProtoStr, src/init.cc:53-55 (NCCL's names, in its order: an algorithm's id is its index)
-ALGO_NAMES = ("Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT")
-PROTO_NAMES = ("LL", "LL128", "Simple")
-#: ncclFuncStr (init.cc:52), the prefixes of NCCL_ALGO / NCCL_PROTO lists, and commlab's names of those collectives
-FUNCTIONS = MappingProxyType({"Broadcast": "broadcast", "Reduce": "reduce", "AllGather": "all_gather",
-                              "ReduceScatter": "reduce_scatter", "AllReduce": "all_reduce"})
-#: NCCL up to 2.12 had one "CollNet" algorithm (v2.12.7-1 src/init.cc:42), since split into these two
-OLD_ALGO_NAMES = MappingProxyType({"collnet": ("CollNetDirect", "CollNetChain")})
-
-#: the algorithms the predictive model tunes, in NCCL's loop order (CollNet and PAT: see the module docstring)
-ALGOS = tuple(a for a in ALGO_NAMES if a in ("Tree", "Ring", "NVLS", "NVLSTree"))
-PROTOS = PROTO_NAMES
-ARCHS = ("volta", "ampere", "hopper", "blackwell")
 
 
 def _table(rows: dict) -> MappingProxyType:
     return MappingProxyType(dict(rows))
 
 
-#: baseLat [algo][proto], us: tuning.cc:151-153 (NVLS and NVLSTree have 0 base latency)
-BASE_LAT_US = _table({
-    ("Tree", "LL"): 6.8, ("Tree", "LL128"): 14.0, ("Tree", "Simple"): 8.4,
-    ("Ring", "LL"): 6.6, ("Ring", "LL128"): 14.0, ("Ring", "Simple"): 8.4,
-    ("NVLS", "Simple"): 0.0, ("NVLSTree", "Simple"): 0.0,
-})
+def _nvls_simple_only(table) -> MappingProxyType:
+    """A generation file writes NVLS's and NVLSTree's rows for every protocol (0 where NCCL has none); NCCL runs them
+    on Simple alone (tuning.cc:298-300), so the other entries are left out."""
+    return MappingProxyType({k: v for k, v in table.items()
+                             if not (k[-2] in ("NVLS", "NVLSTree") and k[-1] != "Simple")})
 
-#: hwLat [hw][algo][proto], us per hop: tuning.cc:159 and 161 (NVLink), 165 and 167 (PCI), 171 and 173 (NET)
-HW_LAT_US = _table({
-    ("nvlink", "Tree", "LL"): 0.6, ("nvlink", "Tree", "LL128"): 1.25, ("nvlink", "Tree", "Simple"): 4.0,
-    ("nvlink", "Ring", "LL"): 0.6, ("nvlink", "Ring", "LL128"): 1.9, ("nvlink", "Ring", "Simple"): 3.4,
-    ("nvlink", "NVLS", "Simple"): 25.0, ("nvlink", "NVLSTree", "Simple"): 25.0,
-    ("pci", "Tree", "LL"): 1.0, ("pci", "Tree", "LL128"): 1.9, ("pci", "Tree", "Simple"): 4.0,
-    ("pci", "Ring", "LL"): 1.0, ("pci", "Ring", "LL128"): 2.5, ("pci", "Ring", "Simple"): 5.7,
-    ("pci", "NVLS", "Simple"): 0.0, ("pci", "NVLSTree", "Simple"): 0.0,
-    ("net", "Tree", "LL"): 5.0, ("net", "Tree", "LL128"): 8.5, ("net", "Tree", "Simple"): 14.0,
-    ("net", "Ring", "LL"): 2.7, ("net", "Ring", "LL128"): 4.0, ("net", "Ring", "Simple"): 14.0,
-    ("net", "NVLS", "Simple"): 18.0, ("net", "NVLSTree", "Simple"): 20.9,
-})
+
+#: baseLat [algo][proto], us: tuning.cc:151-154 (NVLS and NVLSTree have 0 base latency)
+BASE_LAT_US = _nvls_simple_only(_NOW.base_lat_us)
+#: hwLat [hw][algo][proto], us per hop: tuning.cc:159-161 (NVLink), 165-167 (PCI), 171-173 (NET)
+HW_LAT_US = _nvls_simple_only(_NOW.hw_lat_us)
 
 #: llMaxBws [index1][nodes], GB/s: the Ring/Tree LL bus bandwidth cap, tuning.cc:179-182. On one node index1 is
 #: the GPU architecture; across nodes it is the CPU (0 Intel, 1 AMD), tuning.cc:269-272.
-LL_MAX_BW_GBPS = _table({
-    ("volta", "n1"): 39.0, ("volta", "n2"): 39.0, ("volta", "n4"): 20.4,
-    ("ampere", "n1"): 87.7, ("ampere", "n2"): 22.5, ("ampere", "n4"): 19.0,
-    ("hopper", "n1"): 141.0, ("hopper", "n2"): 45.0, ("hopper", "n4"): 35.0,
-    ("blackwell", "n1"): 282.0, ("blackwell", "n2"): 90.0, ("blackwell", "n4"): 70.0,
-})
+LL_MAX_BW_GBPS = _NOW.ll_max_bw_GBps
 #: the cross-node rows of llMaxBws by CPU vendor: row 0 (Intel), row 1 (AMD), tuning.cc:179-180, 270-271
 LL_MAX_BW_CPU_ROW = MappingProxyType({"intel": "volta", "amd": "ampere"})
 
 #: perChMaxRingLL128Bws [arch][nodes], GB/s per channel: tuning.cc:186-189
-RING_LL128_MAX_BW_PER_CH_GBPS = _table({
-    (a, n): v for a, row in zip(ARCHS, ((20.0,) * 3, (20.0,) * 3, (36.7,) * 3, (40.0,) * 3))
-    for n, v in zip(("n1", "n2", "n4"), row)})
+RING_LL128_MAX_BW_PER_CH_GBPS = _NOW.ring_ll128_max_bw_per_ch_GBps
 #: perChMaxTreeLL128Bws [arch][nodes], GB/s per channel: tuning.cc:193-196
-TREE_LL128_MAX_BW_PER_CH_GBPS = _table({
-    (a, n): v for a, row in zip(ARCHS, ((20.0,) * 3, (20.0,) * 3, (36.7, 36.7, 29.0), (55.6, 31.67, 20.0)))
-    for n, v in zip(("n1", "n2", "n4"), row)})
+TREE_LL128_MAX_BW_PER_CH_GBPS = _NOW.tree_ll128_max_bw_per_ch_GBps
 #: perChMaxTreeBws [arch][nodes], GB/s per channel: tuning.cc:200-203
-TREE_MAX_BW_PER_CH_GBPS = _table({
-    (a, n): v for a, row in zip(ARCHS, ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (38.7, 41.4, 36.0),
-                                         (70.0, 42.8, 24.0)))
-    for n, v in zip(("n1", "n2", "n4"), row)})
+TREE_MAX_BW_PER_CH_GBPS = _NOW.tree_max_bw_per_ch_GBps
 #: perChMaxNVLSTreeBws [arch][nodes], GB/s per channel: tuning.cc:207-210
 NVLS_TREE_MAX_BW_PER_CH_GBPS = _table({
     (a, n): v for a, row in zip(ARCHS, ((26.5, 18.5, 10.0), (24.0, 23.6, 17.8), (0.0, 57.7, 45.5),
                                          (0.0, 96.0, 80.0)))
-    for n, v in zip(("n1", "n2", "n4"), row)})
+    for n, v in zip(NODE_INDEX, row)})
 #: nvlsEfficiency [arch]: the share of the NVSwitch bandwidth NVLS reaches, tuning.cc:139-144
 NVLS_EFFICIENCY = MappingProxyType({"volta": 0.0, "ampere": 0.0, "hopper": 0.85, "blackwell": 0.74})
 
@@ -112,23 +86,17 @@ COLLNET_DIRECT_AG_INTER_FACTOR = 0.9
 
 #: Ring/Tree bus bandwidth factors, tuning.cc:327-337: LL carries 8 bytes of data per 16 (x 0.5), LL128 120 of
 #: 128 (x 0.92); the Tree all-reduce x 0.92; a Tree's LL x 1/3.8; a Tree's LL128 x 7/9 on one node, 120/128 across
-LL_BW_FACTOR = 0.5
-LL128_BW_FACTOR = 0.92
-TREE_ALL_REDUCE_FACTOR = 0.92
-TREE_LL_FACTOR = 1.0 / 3.8
-TREE_LL128_FACTOR_ONE_NODE = 7.0 / 9.0
-TREE_LL128_FACTOR_NODES = 120.0 / 128.0
+LL_BW_FACTOR = _NOW.rules["ring_ll_factor"][0]
+LL128_BW_FACTOR = _NOW.rules["ring_ll128_factor"][0]
+TREE_ALL_REDUCE_FACTOR = _NOW.rules["tree_factor"]
+TREE_LL_FACTOR = _NOW.rules["tree_ll_factor"]
+TREE_LL128_FACTOR_ONE_NODE, TREE_LL128_FACTOR_NODES = _NOW.rules["tree_ll128_factor"]
 
 #: treeCorrectionFactor [proto][log2(nBytes / 64)] for Tree all-reduce, sizes 64 B .. 256 MiB: tuning.cc:623-627
-TREE_CORRECTION = MappingProxyType({
-    "LL": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0),
-    "LL128": (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0,
-              1.0),
-    "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9),
-})
+TREE_CORRECTION = _NOW.tree_correction
 #: Ring/Simple all-reduce across nodes: latency x 1.4 (x 1.9 before sm80) once each rank's share per channel is
 #: >= 64 bytes ("plateau effect of ring"), tuning.cc:647-650
-RING_PLATEAU_FACTOR = MappingProxyType({"pre_sm80": 1.9, "sm80_up": 1.4})
+RING_PLATEAU_FACTOR = MappingProxyType(dict(zip(("pre_sm80", "sm80_up"), _NOW.rules["plateau"])))
 #: network post overhead per ring step across nodes, us (x 3 for Simple): tuning.cc:228-233, 404-410
 NET_OVERHEAD_US = MappingProxyType({"intel": 1.0, "amd": 2.0})
 
@@ -169,12 +137,12 @@ DUP_MIN_SPEED_GBPS = 25.0
 #: every size (enqueue.cc:2084-2090: no per-size reduction for NVLS / NVLSTree, unlike Ring and Tree)
 NVLS_NCHANNELS = MappingProxyType({"sm90": 16, "sm100_nodes": 32, "sm100_one_node": 24})
 #: NCCL_NVLS_CHUNKSIZE default 128 KiB (nvls.cc:160); NVLSTree's cap on 4+ nodes 64 KiB (nvls.cc:226-229)
-NVLS_CHUNK_BYTES = 128 * 1024
-NVLS_TREE_MAX_CHUNK_BYTES_4_NODES = 64 * 1024
+NVLS_CHUNK_BYTES = int(_NOW.chunking["nvls_chunk_bytes"])
+NVLS_TREE_MAX_CHUNK_BYTES_4_NODES = int(_NOW.chunking["nvls_tree_max_chunk_4_nodes_bytes"])
 #: how calcCollChunking shrinks the chunk for a size: (multiple of concurrentOps x chunk the size must reach, chunk
 #: above which the rule applies, chunk it sets); NVLS enqueue.cc:2272-2274, NVLSTree enqueue.cc:2282-2285
-NVLS_CHUNK_RULES = ((64, 65536, 65536), (8, 32768, 32768), (2, 16384, 16384))
-NVLS_TREE_CHUNK_RULES = ((32, 262144, 262144), (16, 131072, 131072), (4, 65536, 65536), (1, 32768, 32768))
+NVLS_CHUNK_RULES = _NOW.chunking["nvls_rules"]
+NVLS_TREE_CHUNK_RULES = _NOW.chunking["nvls_tree_rules"]
 #: chunk times a (channel, head) pipeline spends filling before it streams: the NVLS kernels run each chunk through
 #: three warp groups in series (scatter -> reduce, with the tree's send/recv -> gather; device/all_reduce.h:390-520
 #: and 527-640), so the first chunk is two chunk times behind the stream. The kernels give the structure, not a
@@ -188,9 +156,9 @@ NCCL_STEPS = 8
 #: Tree/LL128's largest chunk, the data one step carries (enqueue.cc:2226-2232; Tree: chunkSteps = 1): 15 of every
 #: 16 words of the step, the 16th is the flag (device.h:110-112); LL carries half (a flag per data word), Simple all
 TREE_LL128_MAX_CHUNK_BYTES = BUFF_BYTES["LL128"] // NCCL_STEPS // 16 * 15
-#: calcCollChunking's Tree/LL128 rule (enqueue.cc:2286-2294): nstepsLL128 = 1 + log2(nodes) + 0.1 x ppn; the chunk
+#: calcCollChunking's Tree/LL128 rule (enqueue.cc:2289-2294): nstepsLL128 = 1 + log2(nodes) + 0.1 x ppn; the chunk
 #: halves while bytes / (channels x chunk) < nstepsLL128 x 64 / ppn (down to 128 KiB), then x 16 / ppn (32 KiB)
-TREE_LL128_CHUNK_RULES = ((64, 131072), (16, 32768))
+TREE_LL128_CHUNK_RULES = _NOW.chunking["tree_ll128_rules"]
 #: chunks are whole grains (enqueue.cc:2321, device.h:328-333): LL 16 B, LL128 32 x 8 / 16 x 15 x 8 = 1920 B,
 #: Simple 512 B
 GRAIN_BYTES = MappingProxyType({"LL": 16, "LL128": 1920, "Simple": 512})
@@ -207,20 +175,9 @@ TREE_FILL_HOPS_PER_LEVEL = int(value("TREE_FILL_HOPS_PER_LEVEL"))
 TREE_FILL_PROTOS = tuple(entry("TREE_FILL_PROTOS").value.split("+"))
 
 
-def arch_of(compute_capability: int) -> str:
-    """NCCL's compCapIndex (tuning.cc:263-266): volta below sm80, ampere 80-89, hopper 90-99, blackwell 100+."""
-    return ("blackwell" if compute_capability >= 100 else "hopper" if compute_capability >= 90
-            else "ampere" if compute_capability >= 80 else "volta")
-
-
 def speeds_arch(compute_capability: int) -> str:
     """Which speed array the search uses (search.cc:1136-1141): sm100, sm90, or the default one."""
     return "blackwell" if compute_capability >= 100 else "hopper" if compute_capability >= 90 else "volta"
-
-
-def nodes_index(n_nodes: int) -> str:
-    """NCCL's index2 (tuning.cc:267): 1 node, 2 nodes, more."""
-    return "n1" if n_nodes == 1 else "n2" if n_nodes == 2 else "n4"
 
 
 def nvlink_bw_GBps(compute_capability: int) -> float:

@@ -64,9 +64,10 @@ from commlab.tuner.settings import TUNED_OPS, log2i, tuned_op
 from commlab.tuner.table import TuningEntry, nccl_tuning_table, nvls_chunk_bytes, nvls_tuning, tree_chunk_bytes
 from commlab.errors import CommlabError
 
-__all__ = ["TUNED_OPS", "Prediction", "TuningEntry", "nccl_tuning_table", "predict"]
+__all__ = ["TUNED_OPS", "Prediction", "TuningEntry", "nccl_tuning_table", "pick", "predict"]
 
-def _nvls_fill_us(op: str, algo: str, e: TuningEntry, s: np.ndarray, m: Machine) -> np.ndarray:
+def _nvls_fill_us(op: str, algo: str, e: TuningEntry, s: np.ndarray, m: Machine,
+                  chunking: Mapping | None = None) -> np.ndarray:
     """The pipeline fill NCCL's time leaves out, us, for an NVLS / NVLSTree all-reduce (0 for the others).
 
     NCCL launches all ``nvlsChannels`` at every size (enqueue.cc:2084-2090) and cuts each (channel, head)
@@ -80,8 +81,8 @@ def _nvls_fill_us(op: str, algo: str, e: TuningEntry, s: np.ndarray, m: Machine)
     if op != "all_reduce" or algo not in ("NVLS", "NVLSTree"):
         return np.zeros(s.shape)
     n_heads = nccl_graphs(m)[algo].n_channels
-    n_ch = nvls_tuning(m)[0]
-    chunk = np.array([nvls_chunk_bytes(algo, float(x), m, n_heads) for x in s.ravel()]).reshape(s.shape)
+    n_ch = nvls_tuning(m, chunking)[0]
+    chunk = np.array([nvls_chunk_bytes(algo, float(x), m, n_heads, chunking) for x in s.ravel()]).reshape(s.shape)
     return K.NVLS_PIPELINE_FILL_CHUNKS * chunk * n_ch * n_heads / (1000.0 * e.algbw_GBps)
 
 
@@ -106,9 +107,9 @@ def _tree_fill_us(op: str, algo: str, proto: str, e: TuningEntry, s: np.ndarray,
 
 
 def _pair_time_us(op: str, algo: str, proto: str, e: TuningEntry, s: np.ndarray, m: Machine,
-                  runtime_channels: int, real: bool = False) -> np.ndarray:
+                  runtime_channels: int, real: bool = False, chunking: Mapping | None = None) -> np.ndarray:
     """ncclTopoGetAlgoTime (tuning.cc:630-655) over an array of sizes; ``real`` adds the pipeline fill NCCL's
-    estimate leaves out (:func:`_nvls_fill_us`, :func:`_tree_fill_us`)."""
+    estimate leaves out (:func:`_nvls_fill_us`, :func:`_tree_fill_us`), NVLS's chunk by ``chunking``."""
     bw = np.full(s.shape, e.algbw_GBps)
     lat = np.full(s.shape, e.latency_us)
     if algo == "Tree" and op == "all_reduce":
@@ -119,8 +120,8 @@ def _pair_time_us(op: str, algo: str, proto: str, e: TuningEntry, s: np.ndarray,
     if algo == "Ring" and proto == "Simple" and m.nodes > 1 and op == "all_reduce":
         plateau = K.RING_PLATEAU_FACTOR["pre_sm80" if m.compute_capability < 80 else "sm80_up"]
         lat = np.where(s / (runtime_channels * m.n_ranks) >= 64, lat * plateau, lat)
-    fill = _nvls_fill_us(op, algo, e, s, m) + _tree_fill_us(op, algo, proto, e, s, m, runtime_channels) if real \
-        else 0.0
+    fill = _nvls_fill_us(op, algo, e, s, m, chunking) + _tree_fill_us(op, algo, proto, e, s, m, runtime_channels) \
+        if real else 0.0
     return lat + s / (1000.0 * bw) + fill
 
 
@@ -172,6 +173,16 @@ class Prediction:
         return [(int(sizes[i]), labels[i - 1], labels[i]) for i in range(1, len(labels)) if labels[i] != labels[i - 1]]
 
 
+def realized_pair_us(op: str, algo: str, proto: str, s: np.ndarray, m: Machine,
+                     chunking: Mapping | None = None) -> np.ndarray:
+    """One pair's time (us, per size) as the machine runs it: the realized table and the pipeline fills, the NVLS
+    chunk by ``chunking`` (an older generation's :attr:`~commlab.tuner.generation.Generation.chunking`; today's
+    when None). :mod:`commlab.tuner.replay` times an older generation's NVLS picks with it."""
+    runtime_channels = min(K.MAX_CHANNELS, 2 * nccl_graphs(m)["Ring"].n_channels)    # connect.cc:460
+    e = nccl_tuning_table(op, m, realized=True)[(algo, proto)]
+    return _pair_time_us(op, algo, proto, e, np.asarray(s, dtype=float), m, runtime_channels, True, chunking)
+
+
 def _times(op: str, table, s: np.ndarray, m: Machine, real: bool = False) -> tuple[list, np.ndarray]:
     runtime_channels = min(K.MAX_CHANNELS, 2 * nccl_graphs(m)["Ring"].n_channels)    # connect.cc:460
     pairs = list(table)
@@ -195,12 +206,21 @@ def predict(op: str, nbytes, m: Machine, launch: LaunchShape | None = None) -> P
         raise CommlabError(f"launch must be a LaunchShape (commlab.tuner.launch), got {launch!r}")
     pairs, model = _times(op, nccl_tuning_table(op, m), s, m)
     _, real = _times(op, nccl_tuning_table(op, m, realized=True), s, m, real=True)
+    return pick(op, m, s, pairs, model, real, launch)
+
+
+def pick(op: str, m: Machine, s: np.ndarray, pairs: list[tuple[str, str]], estimate_us: np.ndarray,
+         run_us: np.ndarray, launch: LaunchShape | None = None) -> Prediction:
+    """NCCL's pick per size and its time: the pair of least ``estimate_us`` (NCCL's own table, the first least in
+    its loop order, enqueue.cc topoGetAlgoInfo) timed by ``run_us`` (the same pairs as the machine runs them), no
+    time below the launch floor. ``estimate_us`` and ``run_us`` are (pairs x sizes), rows in ``pairs``' order; the
+    one pick of every generation of the tuner (:mod:`commlab.tuner.replay`)."""
     if launch is not None:
-        real = np.maximum(real, launch.floor_us)
-    best = np.argmin(model, axis=0)
+        run_us = np.maximum(run_us, launch.floor_us)
+    best = np.argmin(estimate_us, axis=0)
     algo = np.array([a for a, _ in pairs])[best]
     proto = np.array([p for _, p in pairs])[best]
-    time_us = np.take_along_axis(real, best[None], axis=0)[0]
-    nccl_us = np.take_along_axis(model, best[None], axis=0)[0]
-    return Prediction(op, m, s, time_us * 1e-6, algo, proto, MappingProxyType(dict(zip(pairs, real))), nccl_us,
-                      launch, MappingProxyType(dict(zip(pairs, model))))
+    time_us = np.take_along_axis(run_us, best[None], axis=0)[0]
+    nccl_us = np.take_along_axis(estimate_us, best[None], axis=0)[0]
+    return Prediction(op, m, s, time_us * 1e-6, algo, proto, MappingProxyType(dict(zip(pairs, run_us))), nccl_us,
+                      launch, MappingProxyType(dict(zip(pairs, estimate_us))))

@@ -31,6 +31,7 @@ from commlab import calibration
 from commlab.collectives import canonical as canonical_op
 from commlab.errors import CommlabError
 from commlab.tuner.nccl_constants import ALGO_NAMES, FUNCTIONS, NCCL_VERSION, OLD_ALGO_NAMES, PROTO_NAMES
+from commlab.tuner.nccl_names import TUNED_OPS
 
 if TYPE_CHECKING:                                              # machine.py imports this module
     from commlab.tuner.machine import Machine
@@ -39,9 +40,6 @@ __all__ = ["ALGO_NAMES", "PROTO_NAMES", "FUNCTIONS", "TUNED_OPS", "VARIABLES", "
            "OLDEST_CLOSE_VERSION", "LOG_SPELLINGS", "canonical_name", "name_in_log", "enabled_names", "canonical",
            "tuned_op", "ring_steps", "log2i", "apply_forced", "version_note"]
 
-#: Collectives NCCL's tuner models. nccl-tests' alltoall, scatter, gather and sendrecv are grouped
-#: send/recv calls, which NCCL does not tune (no entry in tuning.cc).
-TUNED_OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce")
 #: the variables :func:`apply_forced` knows (and :func:`commlab.nccl.debuglog.forced_settings` reads)
 VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_TREE_THRESHOLD")
 #: the NCCL version whose tuner commlab.tuner replays, as (major, minor)

@@ -16,7 +16,7 @@ The constants and their lines are in :mod:`commlab.tuner.nccl_constants`.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from commlab.tuner import nccl_constants as K
@@ -27,14 +27,22 @@ from commlab.tuner.settings import log2i, ring_steps, tuned_op
 from commlab.tuner.shm import shm_rate_GBps
 from commlab.errors import CommlabError
 
-def _candidates(op: str, graphs: Mapping[str, Graph], m: Machine) -> list[tuple[str, str]]:
-    """The (algorithm, protocol) pairs enabled for ``op`` on ``m`` (tuning.cc:293-303, 498-541), within what the
-    machine's ``algo`` / ``proto`` (NCCL_ALGO / NCCL_PROTO) allow (tuning.cc:452-460, 539-540). A given protocol
-    list replaces NCCL's default LL128 rule and the transport's documented NCCL_PROTO (tuning.cc:518)."""
+def enabled_pairs(op: str, graphs: Mapping[str, Graph], m: Machine, nvls: bool = True,
+                  ll128_allowed: Callable[[int], bool] | None = None) -> list[tuple[str, str]]:
+    """The (algorithm, protocol) pairs NCCL enables for ``op`` on ``m`` (tuning.cc:293-303, 498-541), within what
+    the machine's ``algo`` / ``proto`` (NCCL_ALGO / NCCL_PROTO) allow (tuning.cc:452-460, 539-540). A given protocol
+    list replaces NCCL's default LL128 rule and the transport's documented NCCL_PROTO (tuning.cc:518).
+
+    One filter for every generation of the tuner (:mod:`commlab.tuner.replay`): ``nvls`` whether the generation
+    has NVLS at all, ``ll128_allowed`` its LL128 rule by compute capability (default: today's, any GPU from sm70
+    with NVLink paths inside the node)."""
+    allowed = ll128_allowed or (lambda cc: cc >= 70)
     algos, protos = m.enabled(op)
     pairs = []
     for algo in K.ALGOS:
         if algo not in graphs or (algos is not None and algo not in algos):
+            continue
+        if algo in ("NVLS", "NVLSTree") and not nvls:
             continue
         if op in ("broadcast", "reduce") and algo != "Ring":
             continue
@@ -49,7 +57,7 @@ def _candidates(op: str, graphs: Mapping[str, Graph], m: Machine) -> list[tuple[
                 if proto in protos:
                     pairs.append((algo, proto))
                 continue
-            if proto == "LL128" and not (m.has_nvlink and m.compute_capability >= 70):
+            if proto == "LL128" and not (m.has_nvlink and allowed(m.compute_capability)):
                 continue                                   # LL128 needs NVLink paths inside the node
             if m.nodes > 1 and proto not in NET_TYPES[m.net].protocols:
                 continue                                   # the transport's documented NCCL_PROTO
@@ -163,7 +171,7 @@ def nccl_tuning_table(op: str, m: Machine, realized: bool = False) -> dict[tuple
         raise CommlabError(f"NCCL's model needs at least 2 ranks; the machine has {m.n_ranks}")
     graphs = nccl_graphs(m)
     table = {}
-    pairs = _candidates(op, graphs, m)
+    pairs = enabled_pairs(op, graphs, m)
     if not pairs:
         raise _nothing_enabled(op, graphs, m)
     for algo, proto in pairs:
@@ -176,16 +184,22 @@ def nccl_tuning_table(op: str, m: Machine, realized: bool = False) -> dict[tuple
     return table
 
 
-def nvls_tuning(m: Machine) -> tuple[int, int, int]:
+def nvls_tuning(m: Machine, chunking: Mapping | None = None) -> tuple[int, int, int]:
     """(nvlsChannels, chunk bytes, NVLSTree's largest chunk) as ``ncclNvlsTuning`` sets them (nvls.cc:202-240),
     with the sm100 multi-node table of ``ncclNvlsTreeSm100Tuning`` (nvls.cc:163-199). The NIC is taken to sit
-    on the GPU's PCIe switch (PXB or closer) when the node has a NIC per GPU.
+    on the GPU's PCIe switch (PXB or closer) when the node has a NIC per GPU. ``chunking``: an older generation's
+    chunk sizes (:attr:`commlab.tuner.generation.Generation.chunking`): its NVLS chunk and 4-node NVLSTree cap, on
+    sm90's 16 channels (the sm100 table is 2.27's on).
 
     >>> from commlab.tuner.machine import parse_machine
     >>> nvls_tuning(parse_machine("gpu=h100,gpus_per_node=8,nodes=4,nics_per_node=8,nic_Gbps=400"))
     (16, 131072, 65536)
     """
     sm100, nodes, ppn = m.compute_capability >= 100, m.nodes, m.gpus_per_node
+    if chunking is not None:
+        chunk = int(chunking["nvls_chunk_bytes"])
+        cap = int(chunking["nvls_tree_max_chunk_4_nodes_bytes"])
+        return K.NVLS_NCHANNELS["sm90"], chunk, cap if nodes >= 4 else chunk
     n_ch = (K.NVLS_NCHANNELS["sm100_nodes"] if nodes > 1 else K.NVLS_NCHANNELS["sm100_one_node"]) if sm100 \
         else K.NVLS_NCHANNELS["sm90"]
     chunk, tree_max = K.NVLS_CHUNK_BYTES, 0
@@ -207,14 +221,16 @@ def nvls_tuning(m: Machine) -> tuple[int, int, int]:
     return n_ch, chunk, tree_max
 
 
-def nvls_chunk_bytes(algo: str, nbytes: float, m: Machine, n_heads: int) -> int:
+def nvls_chunk_bytes(algo: str, nbytes: float, m: Machine, n_heads: int, chunking: Mapping | None = None) -> int:
     """The chunk ``calcCollChunking`` gives an NVLS or NVLSTree all-reduce of ``nbytes`` (enqueue.cc:2258-2285):
-    the largest chunk, halved while the size is under a multiple of ``nvlsChannels x nHeads`` chunks."""
-    n_ch, chunk, tree_max = nvls_tuning(m)
+    the largest chunk, halved while the size is under a multiple of ``nvlsChannels x nHeads`` chunks; with
+    ``chunking``, by an older generation's rules (:func:`nvls_tuning`)."""
+    n_ch, chunk, tree_max = nvls_tuning(m, chunking)
     concurrent = n_ch * n_heads
-    rules: tuple[tuple[int, int, int], ...] = K.NVLS_CHUNK_RULES
+    rules: tuple[tuple[int, int, int], ...] = K.NVLS_CHUNK_RULES if chunking is None else chunking["nvls_rules"]
     if algo == "NVLSTree":
-        chunk, rules = min(chunk, tree_max), K.NVLS_TREE_CHUNK_RULES
+        chunk = min(chunk, tree_max)
+        rules = K.NVLS_TREE_CHUNK_RULES if chunking is None else chunking["nvls_tree_rules"]
     for times, above, to in rules:
         if nbytes < times * concurrent * chunk and chunk > above:
             chunk = to
@@ -249,7 +265,7 @@ def tree_chunk_bytes(proto: str, nbytes: float, m: Machine, n_channels: int) -> 
 def _nothing_enabled(op: str, graphs: Mapping[str, Graph], m: Machine) -> CommlabError:
     """NCCL fails a call its NCCL_ALGO / NCCL_PROTO leave nothing for (enqueue.cc:2063, ncclInvalidUsage)."""
     free = replace(m, algo=None, proto=None)
-    could = ", ".join(f"{a}/{p}" for a, p in _candidates(op, graphs, free))
+    could = ", ".join(f"{a}/{p}" for a, p in enabled_pairs(op, graphs, free))
     return CommlabError(f"algo={m.algo or '(any)'} and proto={m.proto or '(any)'} leave NCCL no algorithm/protocol "
                         f"for {op} on {free.describe()} (it could use {could}); NCCL fails such a call: 'No "
                         f"algorithm/protocol available' (enqueue.cc:2063)")
