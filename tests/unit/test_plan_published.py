@@ -32,6 +32,8 @@ def test_every_run_names_its_source_and_its_flop_convention():
 MISSES = {
     ("tflops", "MT-NLG 530B, 2,240 A100"): "predicted about 1.4x: the 2021 A100 runs reached less than the measured "
                                            "GEMM rate and HBM bandwidth allow (compute)",
+    ("best", "Megatron-LM 18.4B, 256 A100"): "83% of the best: TP 8's all-reduces, exposed (no sequence parallelism, "
+                                             "no overlap in 2021), against TP 2 x PP 2 (exposed TP)",
     ("tflops", "BLOOM 176B, 384 A100"): "predicted about 1.3x: the 2022 A100 run reached less than the measured GEMM "
                                         "rate and HBM bandwidth allow (compute)",
 }

@@ -70,6 +70,11 @@ class PlanConfig:
     """Whether the framework offers context parallelism (Megatron-LM from 2023)."""
     max_vp: int = MAX_VP
     """The most interleaved model chunks per stage (1: no interleaving, as in DeepSpeed's pipeline engine)."""
+    overlap_grad_reduce: bool = True
+    """Whether the data-parallel gradient reduction overlaps the backward (Megatron-Core's
+    ``--overlap-grad-reduce``, PyTorch DDP's buckets, FSDP); False for Megatron-LM of 2021-22, whose ``train_step``
+    all-reduces after the whole forward-backward, and DeepSpeed's pipeline engine, whose schedule reduces after the
+    last backward (``ReduceGrads`` in deepspeed/runtime/pipe/schedule.py)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "model", find_model(self.model))
@@ -183,7 +188,9 @@ class Layout:
             return "none"
         losses = {k: v for k, v in self.terms_s.items() if k != "compute"}
         name = max(losses, key=lambda k: losses[k])
-        return "bubble" if name == "bubble" else f"exposed {name}" if name != "optimizer" else "optimizer step"
+        words = {"bubble": "bubble", "optimizer": "optimizer step",
+                 "NCCL SMs": "the SMs overlapped collectives take from compute"}
+        return words.get(name, f"exposed {name}")
 
 
 @dataclass(frozen=True)
@@ -349,13 +356,13 @@ def evaluate(cfg: PlanConfig, net: Network, tp: int, cp: int, pp: int, dp: int, 
             continue
         shape = Shape(tp, cp, pp, dp, zero, vp, b, m, cp_kind)
         est = estimate_step(cfg.model, cfg.gpu, net, shape, cfg.seq_len, cfg.recompute, cfg.grad_nbytes,
-                            cfg.sequence_parallel, cfg.attention)
+                            cfg.sequence_parallel, cfg.attention, cfg.overlap_grad_reduce)
         if best is not None and est.step_s >= best.step_s:
             continue
         tokens = cfg.global_batch_tokens
         per_gpu = 1e12 * est.step_s * cfg.n_gpus
         terms = {"compute": est.compute_s, "bubble": est.bubble_s} | {k: v for k, v in est.terms_s.items() if v > 0}
-        exposed = sum(v for k, v in est.terms_s.items() if k != "optimizer")
+        exposed = sum(v for k, v in est.terms_s.items() if k not in ("optimizer", "NCCL SMs"))
         best = Layout(tp, cp, pp, dp, zero, memory, None, est.step_s, tokens / est.step_s,
                       est.model_flops / per_gpu / cfg.gpu.peak_bf16_TFLOPS, exposed, est.placed,
                       micro_batch=b, micro_batches=m, tflops_per_gpu=est.model_flops / per_gpu,

@@ -66,6 +66,12 @@ class PublishedRun:
     """False where the run's framework had no context parallelism."""
     max_vp: int = 8
     """1 where the run's framework had no interleaved schedule (DeepSpeed's pipeline engine)."""
+    grad_reduce: str = "fp32"
+    """"bf16" (16-bit) where the run reduced its gradients in 16 bits: Megatron-LM v2's FP16 runs without
+    ``--accumulate-allreduce-grads-in-fp32`` (its default; only BF16 forces FP32 accumulation, arguments.py)."""
+    overlap_grad_reduce: bool = True
+    """False where the run's framework reduced gradients after the last backward (Megatron-LM of 2021-22,
+    DeepSpeed's pipeline engine)."""
 
 
 def _gpt(name, title, n_params, hidden, layers, heads, vocab, source):
@@ -97,27 +103,30 @@ RUNS = (
     PublishedRun("MT-NLG 530B, 2,240 A100", _gpt("530B", "MT-NLG 530B", 530_000_000_000, 20480, 105, 128, 50257,
                                                   _MTNLG),
                  "a100-80gb", 2240, 8, 35, 1, 2048, 1920 * 2048, 126, "hardware", "full", _MTNLG,
-                 sequence_parallel=False, attention="softmax", context_parallel=False, max_vp=1),
+                 sequence_parallel=False, attention="softmax", context_parallel=False, overlap_grad_reduce=False, max_vp=1),
     PublishedRun("MT-NLG 530B, 3,360 A100", _gpt("530B", "MT-NLG 530B", 530_000_000_000, 20480, 105, 128, 50257,
                                                   _MTNLG),
                  "a100-80gb", 3360, 8, 35, 1, 2048, 1920 * 2048, 113, "hardware", "full", _MTNLG,
-                 sequence_parallel=False, attention="softmax", context_parallel=False, max_vp=1),
+                 sequence_parallel=False, attention="softmax", context_parallel=False, overlap_grad_reduce=False, max_vp=1),
     PublishedRun("BLOOM 176B, 384 A100", _gpt("176B", "BLOOM", 176_247_000_000, 14336, 70, 112, 250680, _BLOOM),
                  "a100-80gb", 384, 4, 12, 1, 2048, 2048 * 2048, 150, "hardware", "full", _BLOOM, zeros=(1,),
                  nics_per_node=4, nic_Gbps=100.0, sequence_parallel=False, attention="softmax",
-                 context_parallel=False, max_vp=1),
+                 context_parallel=False, max_vp=1, overlap_grad_reduce=False),
     PublishedRun("Megatron-LM 18.4B, 256 A100", _gpt("18.4B", "GPT 18.4B", 18_400_000_000, 6144, 40, 48, 51200,
                                                       _MEGATRON),
                  "a100-80gb", 256, 8, 1, 1, 2048, 1024 * 2048, 135, "hardware", "full", _MEGATRON,
-                 zeros=(0,), sequence_parallel=False, attention="softmax", context_parallel=False),
+                 zeros=(0,), sequence_parallel=False, attention="softmax", context_parallel=False, overlap_grad_reduce=False,
+                 grad_reduce="bf16"),
     PublishedRun("Megatron-LM 145.6B, 1,536 A100", _gpt("145.6B", "GPT 145.6B", 145_600_000_000, 12288, 80, 96,
                                                          51200, _MEGATRON),
                  "a100-80gb", 1536, 8, 8, 1, 2048, 2304 * 2048, 148, "hardware", "full", _MEGATRON,
-                 zeros=(0,), sequence_parallel=False, attention="softmax", context_parallel=False),
+                 zeros=(0,), sequence_parallel=False, attention="softmax", context_parallel=False, overlap_grad_reduce=False,
+                 grad_reduce="bf16"),
     PublishedRun("Megatron-LM 310.1B, 1,920 A100", _gpt("310.1B", "GPT 310.1B", 310_100_000_000, 16384, 96, 128,
                                                          51200, _MEGATRON),
                  "a100-80gb", 1920, 8, 16, 1, 2048, 2160 * 2048, 155, "hardware", "full", _MEGATRON,
-                 zeros=(0,), sequence_parallel=False, attention="softmax", context_parallel=False),
+                 zeros=(0,), sequence_parallel=False, attention="softmax", context_parallel=False, overlap_grad_reduce=False,
+                 grad_reduce="bf16"),
 )
 
 
@@ -202,7 +211,8 @@ def _score(run: PublishedRun, recompute: str):
     result = plan(run.model, run.n_gpus, run.gpu, seq_len=run.seq_len, global_batch_tokens=run.global_batch_tokens,
                   recompute=recompute, nics_per_node=run.nics_per_node, nic_Gbps=run.nic_Gbps,
                   sequence_parallel=run.sequence_parallel, attention=run.attention, zero_stages=run.zeros,
-                  context_parallel=run.context_parallel, max_vp=run.max_vp)
+                  context_parallel=run.context_parallel, max_vp=run.max_vp,
+                  overlap_grad_reduce=run.overlap_grad_reduce, grad_reduce=run.grad_reduce)
     cfg = result.config
     net = network_for(cfg)
     dp = run.n_gpus // (run.tp * run.pp * run.cp)
