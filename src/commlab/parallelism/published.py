@@ -25,6 +25,7 @@ materialised attention scores are modelled as such (``sequence_parallel=False``,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from commlab.parallelism.catalogue import ModelSpec
 from commlab.parallelism.planner import Layout, evaluate, network_for, plan
@@ -93,6 +94,13 @@ _BLOOM = ("BigScience 2022, 'BLOOM: A 176B-Parameter Open-Access Multilingual La
           "batch 2,048 x 2,048 tokens; BigScience's training page: 'one copy of the model takes 48 GPUs', 'training "
           "throughput: about 150 TFLOPs': https://bigscience.notion.site/BigScience-176B-Model-ad073ca07cdf479398d5f95d88e218c4")
 
+_BEFORE_2023: dict[str, Any] = dict(sequence_parallel=False, attention="softmax", context_parallel=False,
+                                    overlap_grad_reduce=False)
+"""What the A100 runs of 2021-22 ran without: sequence parallelism, FlashAttention, context parallelism, and a
+gradient reduction overlapped with the backward (module docstring)."""
+_MEGATRON_2021: dict[str, Any] = dict(_BEFORE_2023, grad_reduce="bf16")
+_DEEPSPEED_PIPE: dict[str, Any] = dict(_BEFORE_2023, max_vp=1)
+
 RUNS = (
     PublishedRun("Llama 3 405B, 8K, 8,192 H100", _405B, "h100", 8192, 8, 16, 1, 8192, 16 * 2**20, 430, "model",
                  "unknown", _LLAMA3, zeros=(2,)),
@@ -103,30 +111,26 @@ RUNS = (
     PublishedRun("MT-NLG 530B, 2,240 A100", _gpt("530B", "MT-NLG 530B", 530_000_000_000, 20480, 105, 128, 50257,
                                                   _MTNLG),
                  "a100-80gb", 2240, 8, 35, 1, 2048, 1920 * 2048, 126, "hardware", "full", _MTNLG,
-                 sequence_parallel=False, attention="softmax", context_parallel=False, overlap_grad_reduce=False, max_vp=1),
+                 **_DEEPSPEED_PIPE),
     PublishedRun("MT-NLG 530B, 3,360 A100", _gpt("530B", "MT-NLG 530B", 530_000_000_000, 20480, 105, 128, 50257,
                                                   _MTNLG),
                  "a100-80gb", 3360, 8, 35, 1, 2048, 1920 * 2048, 113, "hardware", "full", _MTNLG,
-                 sequence_parallel=False, attention="softmax", context_parallel=False, overlap_grad_reduce=False, max_vp=1),
+                 **_DEEPSPEED_PIPE),
     PublishedRun("BLOOM 176B, 384 A100", _gpt("176B", "BLOOM", 176_247_000_000, 14336, 70, 112, 250680, _BLOOM),
                  "a100-80gb", 384, 4, 12, 1, 2048, 2048 * 2048, 150, "hardware", "full", _BLOOM, zeros=(1,),
-                 nics_per_node=4, nic_Gbps=100.0, sequence_parallel=False, attention="softmax",
-                 context_parallel=False, max_vp=1, overlap_grad_reduce=False),
+                 nics_per_node=4, nic_Gbps=100.0, **_DEEPSPEED_PIPE),
     PublishedRun("Megatron-LM 18.4B, 256 A100", _gpt("18.4B", "GPT 18.4B", 18_400_000_000, 6144, 40, 48, 51200,
                                                       _MEGATRON),
                  "a100-80gb", 256, 8, 1, 1, 2048, 1024 * 2048, 135, "hardware", "full", _MEGATRON,
-                 zeros=(0,), sequence_parallel=False, attention="softmax", context_parallel=False, overlap_grad_reduce=False,
-                 grad_reduce="bf16"),
+                 zeros=(0,), **_MEGATRON_2021),
     PublishedRun("Megatron-LM 145.6B, 1,536 A100", _gpt("145.6B", "GPT 145.6B", 145_600_000_000, 12288, 80, 96,
                                                          51200, _MEGATRON),
                  "a100-80gb", 1536, 8, 8, 1, 2048, 2304 * 2048, 148, "hardware", "full", _MEGATRON,
-                 zeros=(0,), sequence_parallel=False, attention="softmax", context_parallel=False, overlap_grad_reduce=False,
-                 grad_reduce="bf16"),
+                 zeros=(0,), **_MEGATRON_2021),
     PublishedRun("Megatron-LM 310.1B, 1,920 A100", _gpt("310.1B", "GPT 310.1B", 310_100_000_000, 16384, 96, 128,
                                                          51200, _MEGATRON),
                  "a100-80gb", 1920, 8, 16, 1, 2048, 2160 * 2048, 155, "hardware", "full", _MEGATRON,
-                 zeros=(0,), sequence_parallel=False, attention="softmax", context_parallel=False, overlap_grad_reduce=False,
-                 grad_reduce="bf16"),
+                 zeros=(0,), **_MEGATRON_2021),
 )
 
 
