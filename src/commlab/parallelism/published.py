@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from commlab.errors import CommlabError
 from commlab.parallelism.catalogue import ModelSpec
 from commlab.parallelism.planner import Layout, evaluate, network_for, plan
 
@@ -98,8 +99,12 @@ _BEFORE_2023: dict[str, Any] = dict(sequence_parallel=False, attention="softmax"
                                     overlap_grad_reduce=False)
 """What the A100 runs of 2021-22 ran without: sequence parallelism, FlashAttention, context parallelism, and a
 gradient reduction overlapped with the backward (module docstring)."""
-_MEGATRON_2021: dict[str, Any] = dict(_BEFORE_2023, grad_reduce="bf16")
+_MEGATRON_2021: dict[str, Any] = dict(_BEFORE_2023, grad_reduce="bf16", zeros=(0,))
 _DEEPSPEED_PIPE: dict[str, Any] = dict(_BEFORE_2023, max_vp=1)
+FRAMEWORKS: dict[str, dict[str, Any]] = {"megatron-2021": _MEGATRON_2021,
+                                         "megatron-2022": dict(_BEFORE_2023, zeros=(0,)),
+                                         "deepspeed-pipeline": _DEEPSPEED_PIPE}
+"""The software facts of a run's framework and date, by name (:func:`run_from_record`)."""
 
 RUNS = (
     PublishedRun("Llama 3 405B, 8K, 8,192 H100", _405B, "h100", 8192, 8, 16, 1, 8192, 16 * 2**20, 430, "model",
@@ -122,15 +127,15 @@ RUNS = (
     PublishedRun("Megatron-LM 18.4B, 256 A100", _gpt("18.4B", "GPT 18.4B", 18_400_000_000, 6144, 40, 48, 51200,
                                                       _MEGATRON),
                  "a100-80gb", 256, 8, 1, 1, 2048, 1024 * 2048, 135, "hardware", "full", _MEGATRON,
-                 zeros=(0,), **_MEGATRON_2021),
+                 **_MEGATRON_2021),
     PublishedRun("Megatron-LM 145.6B, 1,536 A100", _gpt("145.6B", "GPT 145.6B", 145_600_000_000, 12288, 80, 96,
                                                          51200, _MEGATRON),
                  "a100-80gb", 1536, 8, 8, 1, 2048, 2304 * 2048, 148, "hardware", "full", _MEGATRON,
-                 zeros=(0,), **_MEGATRON_2021),
+                 **_MEGATRON_2021),
     PublishedRun("Megatron-LM 310.1B, 1,920 A100", _gpt("310.1B", "GPT 310.1B", 310_100_000_000, 16384, 96, 128,
                                                          51200, _MEGATRON),
                  "a100-80gb", 1920, 8, 16, 1, 2048, 2160 * 2048, 155, "hardware", "full", _MEGATRON,
-                 zeros=(0,), **_MEGATRON_2021),
+                 **_MEGATRON_2021),
 )
 
 
@@ -238,6 +243,31 @@ def compare(run: PublishedRun) -> Comparison:
     rank = result.rank_of(mine) if mine.reason is None else None
     best = result.ranked[0] if result.ranked else None
     return Comparison(run, mine, rank, best, len(result.ranked), result.config.recompute)
+
+
+def run_from_record(record: dict) -> PublishedRun:
+    """A published run from a flat record: ``name``, ``source``, the GPT shape (``params``, ``hidden``, ``layers``,
+    ``heads``, ``vocab``), ``gpu`` (default ``a100-80gb``), ``gpus``, ``tp``, ``pp``, ``cp``, ``seq``,
+    ``batch_sequences``, the throughput as ``tflops_per_gpu`` or ``mfu`` (of the GPU's dense BF16 peak), ``flops``,
+    ``recompute``, ``framework`` (:data:`FRAMEWORKS`) and optionally ``sequence_parallel``."""
+    from commlab.parallelism.catalogue import gpu as find_gpu
+
+    try:
+        gpu = record.get("gpu", "a100-80gb")
+        tflops = record["tflops_per_gpu"] if "tflops_per_gpu" in record else \
+            record["mfu"] * find_gpu(gpu).peak_bf16_TFLOPS
+        facts = dict(FRAMEWORKS[record["framework"]])
+        if "sequence_parallel" in record:
+            facts["sequence_parallel"] = bool(record["sequence_parallel"])
+        model = _gpt(record["name"], record["name"], int(record["params"]), int(record["hidden"]),
+                     int(record["layers"]), int(record["heads"]), int(record["vocab"]), record["source"])
+        return PublishedRun(record["name"], model, gpu, int(record["gpus"]), int(record["tp"]), int(record["pp"]),
+                            int(record.get("cp", 1)), int(record["seq"]),
+                            int(record["batch_sequences"]) * int(record["seq"]), float(tflops), record["flops"],
+                            record["recompute"], record["source"], **facts)
+    except KeyError as exc:
+        raise CommlabError(f"published run record {record.get('name', record)!r} lacks {exc}; frameworks: "
+                           f"{', '.join(FRAMEWORKS)}") from None
 
 
 def compare_all(runs=RUNS) -> tuple[Comparison, ...]:
