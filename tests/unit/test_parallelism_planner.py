@@ -380,3 +380,16 @@ def test_memory_bound_kernels_run_at_the_measured_streaming_rate():
     stage = (m.n_layers * m.layer_params + 2 * m.embedding_params) / 8
     assert x.terms_s["optimizer"] == pytest.approx(
         stage * estimate.ADAM_BYTES_PER_PARAM / (gpu("h100").hbm_TBps * 1e12 * estimate.HBM_ACHIEVED_FRACTION))
+
+
+def test_zero_2_and_3_hold_two_layers_whole_gradients_until_their_reduce_scatter():
+    from commlab.parallelism.catalogue import gpu, model
+    from commlab.parallelism.layout_memory import UNSHARDED_GRAD_LAYERS, memory_of
+    from commlab.parallelism.plan_config import PlanConfig
+
+    cfg = PlanConfig(model=model("7B"), gpu=gpu("h100"), n_gpus=64)
+    m = cfg.model
+    whole = (m.n_layers * m.layer_params + 2 * m.embedding_params) * cfg.grad_nbytes      # TP 1, PP 1
+    one, two = (memory_of(cfg, 1, 1, 1, 64, z) for z in (1, 2))
+    assert one.gradients == pytest.approx(whole)
+    assert two.gradients == pytest.approx(whole / 64 + UNSHARDED_GRAD_LAYERS * cfg.grad_nbytes * m.layer_params)

@@ -1,6 +1,7 @@
 """The memory of a layout's busiest pipeline stage (chapter 09): its share of the model states under its ZeRO
-stage (:mod:`commlab.parallelism.memory`), the activations of the micro-batches 1F1B keeps in flight there, and on
-the last stage the logits.
+stage (:mod:`commlab.parallelism.memory`; under ZeRO-2/3 also the whole gradients of the layers being reduced,
+under ZeRO-3 the whole weights of the layers being gathered), the activations of the micro-batches 1F1B keeps
+in flight there, and on the last stage the logits.
 """
 from __future__ import annotations
 
@@ -8,6 +9,11 @@ from commlab.parallelism.memory import BYTES_OPTIMIZER, BYTES_WEIGHTS, MemoryBre
 from commlab.parallelism.plan_config import PlanConfig
 from commlab.parallelism.stages import stage_layers
 
+UNSHARDED_GRAD_LAYERS = 2
+"""Layers whose whole gradient a ZeRO-2/3 (FSDP) GPU holds at once: the one being reduce-scattered and the one its
+backward is producing. FSDP reduce-scatters each unit's gradient after that unit's backward, and frees the
+unsharded gradient only then (Zhao et al. 2023, 'PyTorch FSDP', arXiv 2304.11277, sec. 3.3 and 4.2, one unit a
+transformer layer as in Llama 3 and torchtitan)."""
 LOGIT_NBYTES = 4
 """The last stage keeps its logits in FP32 for the loss (Megatron-LM's vocab-parallel cross-entropy)."""
 
@@ -38,8 +44,8 @@ def memory_of(cfg: PlanConfig, tp: int, cp: int, pp: int, dp: int, zero: int, vp
         weights, grads, optim = BYTES_WEIGHTS * n, cfg.grad_nbytes * n, BYTES_OPTIMIZER * n
         if zero >= 1:
             optim /= group
-        if zero >= 2:
-            grads /= group
+        if zero >= 2:                          # sharded, but a layer's whole gradient lives until its reduce-scatter
+            grads = grads / group + UNSHARDED_GRAD_LAYERS * cfg.grad_nbytes * spec.layer_params / tp
         if zero >= 3:
             weights = weights / group + 2 * BYTES_WEIGHTS * spec.layer_params / tp
         acts = per_layer * counts[i] * _in_flight(pp, micro_batches, vp, i)
