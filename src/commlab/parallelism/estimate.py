@@ -55,17 +55,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from commlab.calibration import value
 from commlab.cluster.groups import group_span
 from commlab.parallelism.catalogue import GpuSpec, ModelSpec
 from commlab.parallelism.gemm import layer_gemm_s
 from commlab.parallelism.network import Network
 from commlab.parallelism.stages import stage_layers
 
-HBM_ACHIEVED_FRACTION = 0.88
-"""The share of the datasheet's HBM bandwidth a streaming kernel reaches: 1.80 of 2.04 TB/s (88 %, Nsight Compute
-agreeing) on an A100 80GB SXM, and about 90 % the most any kernel reached in the GTC talk that thread cites
-(NVIDIA developer forums, 'Trouble to reach peak bandwidth of A100', forums.developer.nvidia.com/t/339083). The
-memory-bound kernels, the roofline's weight reads and the optimizer run at it."""
+HBM_ACHIEVED_FRACTION = value("HBM_ACHIEVED_FRACTION")
+"""The share of the datasheet's HBM bandwidth a streaming kernel reaches: the memory-bound kernels, the roofline's
+weight reads and the optimizer run at it. Its value, the A100 measurement it comes from and what it was checked on
+are in commlab/data/calibration.csv."""
 
 ADAM_BYTES_PER_PARAM = 30
 """FP32 Adam's HBM traffic per parameter: master weight, momentum, variance read and written (24), the FP32
