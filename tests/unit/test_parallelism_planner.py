@@ -393,3 +393,20 @@ def test_zero_2_and_3_hold_two_layers_whole_gradients_until_their_reduce_scatter
     one, two = (memory_of(cfg, 1, 1, 1, 64, z) for z in (1, 2))
     assert one.gradients == pytest.approx(whole)
     assert two.gradients == pytest.approx(whole / 64 + UNSHARDED_GRAD_LAYERS * cfg.grad_nbytes * m.layer_params)
+
+
+def test_a_pipeline_that_leaves_the_node_sends_at_the_network_boundarys_pace():
+    """Stages 4 ranks apart on 8-GPU nodes: every other boundary crosses the network, and every micro-batch
+    passes it; a pipeline inside one node stays on NVLink."""
+    from commlab.parallelism.catalogue import gpu, model
+    from commlab.parallelism.evaluate import evaluate, network_for
+    from commlab.parallelism.plan_config import PlanConfig
+
+    def pp_link(n_gpus, tp, cp, pp):
+        cfg = PlanConfig(model=model("7B"), gpu=gpu("h100"), n_gpus=n_gpus, global_batch_tokens=64 * 4096)
+        x = evaluate(cfg, network_for(cfg), tp, cp, pp, n_gpus // (tp * cp * pp), 1, micro_batch=1)
+        assert x.reason is None, x.reason
+        return next(p.link for p in x.placed if p.strategy == "PP")
+
+    assert pp_link(16, 1, 4, 4) == "send, nic"                  # 4 stages x 4 ranks on two nodes
+    assert pp_link(8, 1, 2, 4) == "send, nvlink"                # the whole pipeline in one node

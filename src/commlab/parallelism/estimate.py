@@ -38,7 +38,7 @@ the node's NICs shared by the groups beside it). Per micro-batch on the busiest 
 | TP with SP: 2 all-gathers + 2 reduce-scatters of b (s/c) h | each layer, both passes | nothing (Megatron's default) |
 | CP ring: c-1 sends of K and V (2 b (s/c) h_kv/t); across nodes, one NIC share | each layer | the block's attention |
 | CP Ulysses: all-to-alls of Q, K, V and the output | each layer | nothing |
-| PP: a send of b (s/c) h/t each way per model chunk | each micro-batch | nothing |
+| PP: a send of b (s/c) h/t each way per chunk (across nodes once a stage boundary is) | each micro-batch | nothing |
 | ZeRO-3: all-gather of a layer's BF16 weights, reduce-scatter of its gradients | each layer | its compute (prefetch) |
 | ZeRO-2: reduce-scatter of the stage's gradients | each micro-batch | its backward |
 
@@ -243,7 +243,10 @@ def estimate_step(spec: ModelSpec, gpu: GpuSpec, net: Network, x: Shape, seq_len
     pp_mb_s = 0.0
     if p > 1:
         send = b * (s / c) * h / (t if sp else 1) * 2
-        one, link = net.p2p_s(send, t * c * d)
+        # stages sit t c d ranks apart; once the pipeline leaves a node, some stage boundary crosses the network
+        # and the pipeline runs at that boundary's pace (every micro-batch passes every boundary)
+        stride = t * c * d
+        one, link = net.p2p_s(send, max(stride, gpn) if p * stride > gpn else stride)
         pp_mb_s = 2 * v * one
         add("PP", "sendrecv", "activations and their gradients", "per micro-batch and model chunk, each way", link,
             2, 2 * v * m, send, one)
