@@ -410,3 +410,18 @@ def test_a_pipeline_that_leaves_the_node_sends_at_the_network_boundarys_pace():
 
     assert pp_link(16, 1, 4, 4) == "send, nic"                  # 4 stages x 4 ranks on two nodes
     assert pp_link(8, 1, 2, 4) == "send, nvlink"                # the whole pipeline in one node
+
+
+def test_each_gemm_sits_on_its_roofline():
+    """A few tokens against a layer's weights wait on HBM (the operands' bytes over the bandwidth); many tokens
+    are compute-bound and the memory term changes nothing."""
+    from commlab.parallelism.gemm import layer_gemm_s
+
+    rate, hbm, h, f = 794.5e12, 3.35e12 * 0.88, 8192, 28672
+    few = layer_gemm_s(128, h, 1024, f, True, 1, 132, rate, hbm)         # one tile's rows
+    few_compute = layer_gemm_s(128, h, 1024, f, True, 1, 132, rate)
+    weights_bytes = 2 * (h * (h + 2 * 1024) + h * h + h * 2 * f + f * h)
+    assert few[0] >= weights_bytes / hbm > few_compute[0]               # below the ridge: HBM decides
+    assert few[2] >= 4 * weights_bytes / hbm                            # FP32 accumulator read and written
+    many, many_compute = (layer_gemm_s(16384, h, 1024, f, True, 1, 132, rate, *x) for x in ((hbm,), ()))
+    assert many == pytest.approx(many_compute)

@@ -14,12 +14,12 @@ computes only the unmasked half of a causal attention, at its own measured rate
 FlashAttention-2's); with the scores materialised (``attention="softmax"``) the batched GEMMs compute them all at
 the GEMM rate and the mask applies after.
 
-**The roofline.** A GEMM of n tokens against a layer's w = P_layer / t weights does 2 n w FLOPs and reads at
-least the 2 w bytes of its BF16 weights; below n of about rate / HBM bandwidth (300 tokens on an H100, 130 on an
-A100) it waits on HBM, not on the tensor cores, and the weight-gradient GEMM also reads and writes its
-accumulated gradient (2 x 4 bytes per weight in FP32). Each GEMM takes the longer of the two times (Williams,
-Waterman and Patterson, "Roofline", CACM 2009), which is what makes tiny micro-batches and deep context
-parallelism slow.
+**The roofline.** A GEMM of n tokens, M = n rows against a K x N slice of a layer's weights, does 2 n K N FLOPs
+and moves at least 2 (n K + K N + n N) bytes in BF16 (NVIDIA's matrix multiplication guide, 'Math And Memory
+Bounds'); the weight gradient reads the two activations and reads and writes its accumulated gradient (2 x 4 bytes
+per weight in FP32). Each GEMM takes the longer of its compute and its memory time (Williams, Waterman and
+Patterson, "Roofline", CACM 2009): below n of about rate / HBM bandwidth (300 tokens on an H100, 130 on an A100)
+it waits on HBM, not on the tensor cores, which is what makes tiny micro-batches and deep context parallelism slow.
 
 **Memory-bound kernels.** Norms, residual adds and the MLP's activation read and write their tensors from HBM
 (at ``gpu.hbm_TBps``, the datasheet's): per token of a layer's forward about 20 h bytes (two norms, read and
@@ -163,12 +163,9 @@ def estimate_step(spec: ModelSpec, gpu: GpuSpec, net: Network, x: Shape, seq_len
     share = t * c
     layer_core = 4 * s * h * tokens_mb / share
     hbm = gpu.hbm_TBps * 1e12 * HBM_ACHIEVED_FRACTION
-    w = spec.layer_params / t                          # one layer's weights on this GPU
-    fwd_q, dgrad_q, wgrad_q = layer_gemm_s(tokens_mb // c, h, spec.kv_hidden, spec.ffn_width, spec.gated, t,
-                                           gpu.sms, rate)             # each GEMM at its shape's wave efficiency
-    gemm_s = max(fwd_q, 2 * w / hbm)                   # the roofline: a GEMM also reads its BF16 weights
-    dgrad_s = max(dgrad_q, 2 * w / hbm)
-    wgrad_s = max(wgrad_q, 2 * grad_nbytes * w / hbm)  # and the weight gradient is accumulated
+    # each GEMM at its shape's wave efficiency, and on its roofline: no faster than moving its operands
+    gemm_s, dgrad_s, wgrad_s = layer_gemm_s(tokens_mb // c, h, spec.kv_hidden, spec.ffn_width, spec.gated, t,
+                                            gpu.sms, rate, hbm, grad_nbytes)
     if attention == "flash":           # the unmasked half of causal attention at FlashAttention-2's measured rate
         attn_rate = gpu.attention_fraction * gpu.peak_bf16_TFLOPS * 1e12
         core_s = layer_core / 2 / attn_rate
