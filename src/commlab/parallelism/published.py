@@ -263,8 +263,8 @@ def run_from_record(record: dict) -> PublishedRun:
                      int(record["layers"]), int(record["heads"]), int(record["vocab"]), record["source"])
         return PublishedRun(record["name"], model, gpu, int(record["gpus"]), int(record["tp"]), int(record["pp"]),
                             int(record.get("cp", 1)), int(record["seq"]),
-                            int(record["batch_sequences"]) * int(record["seq"]), float(tflops), record["flops"],
-                            record["recompute"], record["source"], **facts)
+                            int(record["batch_sequences"]) * int(record["seq"]), round(float(tflops), 1),
+                            record["flops"], record["recompute"], record["source"], **facts)
     except KeyError as exc:
         raise CommlabError(f"published run record {record.get('name', record)!r} lacks {exc}; frameworks: "
                            f"{', '.join(FRAMEWORKS)}") from None
