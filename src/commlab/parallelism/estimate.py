@@ -43,9 +43,17 @@ the node's NICs shared by the groups beside it). Per micro-batch on the busiest 
 | ZeRO-2: reduce-scatter of the stage's gradients | each micro-batch | its backward |
 
 Once per step: DDP's all-reduce (or ZeRO-1's reduce-scatter) of the gradients overlaps the last micro-batch's
-backward, the all-gather of updated parameters the next step's first forward; the optimizer (FP32 Adam)
-reads and writes about 30 bytes per parameter of its shard at HBM speed. Gradients travel in FP32 (4 bytes,
-Megatron-LM's default ``--grad-reduce-in-fp32`` / ``accumulate_allreduce_grads_in_fp32`` for BF16) or BF16.
+backward, the all-gather of updated parameters the next step's first forward; with ``overlap_grad_reduce=False``
+(Megatron-LM of 2021-22 reduced after ``forward_backward``; DeepSpeed's pipeline schedule appends
+``ReduceGrads`` after the last backward, deepspeed/runtime/pipe/schedule.py) they run after it, in full. The
+optimizer (FP32 Adam) reads and writes about 30 bytes per parameter of its shard at HBM speed. Gradients travel
+in FP32 (4 bytes, Megatron-LM's default ``--grad-reduce-in-fp32`` / ``accumulate_allreduce_grads_in_fp32`` for
+BF16) or BF16.
+
+**NCCL's SMs.** A collective hidden behind compute still occupies one SM per NCCL channel while it runs
+(:meth:`commlab.parallelism.network.Network.channels`), so the compute it overlaps slows by channels / SMs for
+the overlapped time: the "NCCL SMs" term, apart from the exposed communication. Point-to-point sends (PP, the CP
+ring) hold a channel or two and are left out.
 
 **The pipeline.** With p stages, v model chunks each (interleaved 1F1B) and m micro-batches, a step is
 (m + (p-1)/v) slots of the busiest stage (the bubble (p-1)/(v m), Narayanan et al. SC21 sec. 2.2), plus the
