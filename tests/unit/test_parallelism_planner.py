@@ -328,3 +328,100 @@ def test_plan_layout_json_and_the_retired_mfu_input(capsys):
     assert out["layout"]["tp"] == 2 and out["layout"]["dp"] == 8 and out["rank"] >= 1 and out["best"]["rank"] == 1
     with pytest.raises(CommlabError, match="mfu=0.4 is no longer an input"):
         plan("7B", 8, "h100", mfu=0.4)
+
+
+def _one_layout(**options):
+    from commlab.parallelism.catalogue import gpu, model
+    from commlab.parallelism.evaluate import evaluate, network_for
+    from commlab.parallelism.plan_config import PlanConfig
+
+    cfg = PlanConfig(model=model("7B"), gpu=gpu("h100"), n_gpus=64, global_batch_tokens=64 * 4096, **options)
+    x = evaluate(cfg, network_for(cfg), 8, 1, 1, 8, 0, micro_batch=1)        # TP 8 in a node, DDP over 8 nodes
+    assert x.reason is None, x.reason
+    return cfg, x
+
+
+def test_a_late_gradient_reduction_is_exposed_in_full():
+    """DDP of 7B over 8 nodes: overlapped, the all-reduce hides behind the last backward and only its SMs cost time;
+    after the last backward (the frameworks of 2021-22) all of it is on the step."""
+    _, overlapped = _one_layout()
+    _, late = _one_layout(overlap_grad_reduce=False)
+    (ar,) = [p.time_s for p in late.placed if p.strategy == "DP"]
+    assert late.terms_s["DP"] == pytest.approx(ar) and late.terms_s.get("NCCL SMs", 0.0) == 0.0
+    assert overlapped.terms_s["DP"] < ar and overlapped.terms_s["NCCL SMs"] > 0
+    assert late.step_s - overlapped.step_s == pytest.approx(
+        ar - overlapped.terms_s["DP"] - overlapped.terms_s["NCCL SMs"], rel=1e-6)
+
+
+def test_an_overlapped_collective_takes_its_channels_sms_from_compute():
+    """The SMs' cost is what the collective overlaps times NCCL's channels over the GPU's SMs (never more than
+    the collective's own time), and it is counted apart from the exposed communication."""
+    cfg, x = _one_layout()
+    net_channels = 2 * 8                                        # NCCL: twice the ring graph's 8 channels across nodes
+    from commlab.parallelism.evaluate import network_for
+
+    assert network_for(cfg).channels(crosses_nodes=True) == net_channels
+    (ar,) = [p.time_s for p in x.placed if p.strategy == "DP"]
+    hidden = ar - x.terms_s["DP"]
+    assert x.terms_s["NCCL SMs"] == pytest.approx(hidden * net_channels / cfg.gpu.sms)
+    assert x.exposed_comm_s == pytest.approx(sum(v for k, v in x.terms_s.items()
+                                                 if k not in ("compute", "bubble", "optimizer", "NCCL SMs")))
+
+
+def test_memory_bound_kernels_run_at_the_measured_streaming_rate():
+    from commlab.parallelism import estimate
+
+    assert 0.8 < estimate.HBM_ACHIEVED_FRACTION < 1
+    _, x = _one_layout()
+    # the optimizer step: 30 bytes per parameter of the stage's shard at the achieved, not the datasheet, rate
+    from commlab.parallelism.catalogue import gpu, model
+
+    m = model("7B")
+    stage = (m.n_layers * m.layer_params + 2 * m.embedding_params) / 8
+    assert x.terms_s["optimizer"] == pytest.approx(
+        stage * estimate.ADAM_BYTES_PER_PARAM / (gpu("h100").hbm_TBps * 1e12 * estimate.HBM_ACHIEVED_FRACTION))
+
+
+def test_zero_2_and_3_hold_two_layers_whole_gradients_until_their_reduce_scatter():
+    from commlab.parallelism.catalogue import gpu, model
+    from commlab.parallelism.layout_memory import UNSHARDED_GRAD_LAYERS, memory_of
+    from commlab.parallelism.plan_config import PlanConfig
+
+    cfg = PlanConfig(model=model("7B"), gpu=gpu("h100"), n_gpus=64)
+    m = cfg.model
+    whole = (m.n_layers * m.layer_params + 2 * m.embedding_params) * cfg.grad_nbytes      # TP 1, PP 1
+    one, two = (memory_of(cfg, 1, 1, 1, 64, z) for z in (1, 2))
+    assert one.gradients == pytest.approx(whole)
+    assert two.gradients == pytest.approx(whole / 64 + UNSHARDED_GRAD_LAYERS * cfg.grad_nbytes * m.layer_params)
+
+
+def test_a_pipeline_that_leaves_the_node_sends_at_the_network_boundarys_pace():
+    """Stages 4 ranks apart on 8-GPU nodes: every other boundary crosses the network, and every micro-batch
+    passes it; a pipeline inside one node stays on NVLink."""
+    from commlab.parallelism.catalogue import gpu, model
+    from commlab.parallelism.evaluate import evaluate, network_for
+    from commlab.parallelism.plan_config import PlanConfig
+
+    def pp_link(n_gpus, tp, cp, pp):
+        cfg = PlanConfig(model=model("7B"), gpu=gpu("h100"), n_gpus=n_gpus, global_batch_tokens=64 * 4096)
+        x = evaluate(cfg, network_for(cfg), tp, cp, pp, n_gpus // (tp * cp * pp), 1, micro_batch=1)
+        assert x.reason is None, x.reason
+        return next(p.link for p in x.placed if p.strategy == "PP")
+
+    assert pp_link(16, 1, 4, 4) == "send, nic"                  # 4 stages x 4 ranks on two nodes
+    assert pp_link(8, 1, 2, 4) == "send, nvlink"                # the whole pipeline in one node
+
+
+def test_each_gemm_sits_on_its_roofline():
+    """A few tokens against a layer's weights wait on HBM (the operands' bytes over the bandwidth); many tokens
+    are compute-bound and the memory term changes nothing."""
+    from commlab.parallelism.gemm import layer_gemm_s
+
+    rate, hbm, h, f = 794.5e12, 3.35e12 * 0.88, 8192, 28672
+    few = layer_gemm_s(128, h, 1024, f, True, 1, 132, rate, hbm)         # one tile's rows
+    few_compute = layer_gemm_s(128, h, 1024, f, True, 1, 132, rate)
+    weights_bytes = 2 * (h * (h + 2 * 1024) + h * h + h * 2 * f + f * h)
+    assert few[0] >= weights_bytes / hbm > few_compute[0]               # below the ridge: HBM decides
+    assert few[2] >= 4 * weights_bytes / hbm                            # FP32 accumulator read and written
+    many, many_compute = (layer_gemm_s(16384, h, 1024, f, True, 1, 132, rate, *x) for x in ((hbm,), ()))
+    assert many == pytest.approx(many_compute)

@@ -14,7 +14,7 @@ import pytest
 from commlab.cli import main
 from commlab.parallelism.published import GOAL_BEST, GOAL_TFLOPS, RUNS, compare
 
-FAST = {r.name: r for r in RUNS if r.n_gpus <= 2240}
+FAST = {r.name: r for r in RUNS}                     # every shipped run: about 5 s together
 
 
 @pytest.fixture(scope="module")
@@ -30,10 +30,15 @@ def test_every_run_names_its_source_and_its_flop_convention():
 
 #: (goal, run) -> why the model misses it today
 MISSES = {
-    ("tflops", "MT-NLG 530B, 2,240 A100"): "predicted about 1.4x: the 2021 A100 runs reached less than the measured "
-                                           "GEMM rate and HBM bandwidth allow (compute)",
-    ("tflops", "BLOOM 176B, 384 A100"): "predicted about 1.3x: the 2022 A100 run reached less than the measured GEMM "
-                                        "rate and HBM bandwidth allow (compute)",
+    ("tflops", "MT-NLG 530B, 2,240 A100"): "predicted about 1.4x (compute): DeepSpeed's pipeline engine ran the shape "
+                                           "Megatron-LM ran at 42.1% MFU (arXiv 2205.05198) at about 30%",
+    ("tflops", "MT-NLG 530B, 3,360 A100"): "predicted about 1.5x (compute): DeepSpeed's pipeline engine, as on 2,240",
+    ("best", "Llama 3 405B, 8K, 8,192 H100"): "84% of the best: TP 8's collectives exposed, as Megatron-LM runs them "
+                                              "by default, against TP 2 x CP 2 x PP 8 (exposed TP)",
+    ("best", "Megatron-LM 18.4B, 256 A100"): "83% of the best: TP 8's all-reduces, exposed (no sequence parallelism, "
+                                             "no overlap in 2021), against TP 2 x PP 2 (exposed TP)",
+    ("tflops", "BLOOM 176B, 384 A100"): "predicted about 1.3x (compute): a run of DeepSpeed's pipeline engine, as "
+                                        "MT-NLG",
 }
 
 

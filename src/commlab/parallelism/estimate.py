@@ -14,12 +14,12 @@ computes only the unmasked half of a causal attention, at its own measured rate
 FlashAttention-2's); with the scores materialised (``attention="softmax"``) the batched GEMMs compute them all at
 the GEMM rate and the mask applies after.
 
-**The roofline.** A GEMM of n tokens against a layer's w = P_layer / t weights does 2 n w FLOPs and reads at
-least the 2 w bytes of its BF16 weights; below n of about rate / HBM bandwidth (300 tokens on an H100, 130 on an
-A100) it waits on HBM, not on the tensor cores, and the weight-gradient GEMM also reads and writes its
-accumulated gradient (2 x 4 bytes per weight in FP32). Each GEMM takes the longer of the two times (Williams,
-Waterman and Patterson, "Roofline", CACM 2009), which is what makes tiny micro-batches and deep context
-parallelism slow.
+**The roofline.** A GEMM of n tokens, M = n rows against a K x N slice of a layer's weights, does 2 n K N FLOPs
+and moves at least 2 (n K + K N + n N) bytes in BF16 (NVIDIA's matrix multiplication guide, 'Math And Memory
+Bounds'); the weight gradient reads the two activations and reads and writes its accumulated gradient (2 x 4 bytes
+per weight in FP32). Each GEMM takes the longer of its compute and its memory time (Williams, Waterman and
+Patterson, "Roofline", CACM 2009): below n of about rate / HBM bandwidth (300 tokens on an H100, 130 on an A100)
+it waits on HBM, not on the tensor cores, which is what makes tiny micro-batches and deep context parallelism slow.
 
 **Memory-bound kernels.** Norms, residual adds and the MLP's activation read and write their tensors from HBM
 (at ``gpu.hbm_TBps``, the datasheet's): per token of a layer's forward about 20 h bytes (two norms, read and
@@ -38,14 +38,22 @@ the node's NICs shared by the groups beside it). Per micro-batch on the busiest 
 | TP with SP: 2 all-gathers + 2 reduce-scatters of b (s/c) h | each layer, both passes | nothing (Megatron's default) |
 | CP ring: c-1 sends of K and V (2 b (s/c) h_kv/t); across nodes, one NIC share | each layer | the block's attention |
 | CP Ulysses: all-to-alls of Q, K, V and the output | each layer | nothing |
-| PP: a send of b (s/c) h/t each way per model chunk | each micro-batch | nothing |
+| PP: a send of b (s/c) h/t each way per chunk (across nodes once a stage boundary is) | each micro-batch | nothing |
 | ZeRO-3: all-gather of a layer's BF16 weights, reduce-scatter of its gradients | each layer | its compute (prefetch) |
 | ZeRO-2: reduce-scatter of the stage's gradients | each micro-batch | its backward |
 
 Once per step: DDP's all-reduce (or ZeRO-1's reduce-scatter) of the gradients overlaps the last micro-batch's
-backward, the all-gather of updated parameters the next step's first forward; the optimizer (FP32 Adam)
-reads and writes about 30 bytes per parameter of its shard at HBM speed. Gradients travel in FP32 (4 bytes,
-Megatron-LM's default ``--grad-reduce-in-fp32`` / ``accumulate_allreduce_grads_in_fp32`` for BF16) or BF16.
+backward, the all-gather of updated parameters the next step's first forward; with ``overlap_grad_reduce=False``
+(Megatron-LM of 2021-22 reduced after ``forward_backward``; DeepSpeed's pipeline schedule appends
+``ReduceGrads`` after the last backward, deepspeed/runtime/pipe/schedule.py) they run after it, in full. The
+optimizer (FP32 Adam) reads and writes about 30 bytes per parameter of its shard at HBM speed. Gradients travel
+in FP32 (4 bytes, Megatron-LM's default ``--grad-reduce-in-fp32`` / ``accumulate_allreduce_grads_in_fp32`` for
+BF16) or BF16.
+
+**NCCL's SMs.** A collective hidden behind compute still occupies one SM per NCCL channel while it runs
+(:meth:`commlab.parallelism.network.Network.channels`), so the compute it overlaps slows by channels / SMs for
+the overlapped time: the "NCCL SMs" term, apart from the exposed communication. Point-to-point sends (PP, the CP
+ring) hold a channel or two and are left out.
 
 **The pipeline.** With p stages, v model chunks each (interleaved 1F1B) and m micro-batches, a step is
 (m + (p-1)/v) slots of the busiest stage (the bubble (p-1)/(v m), Narayanan et al. SC21 sec. 2.2), plus the
@@ -55,11 +63,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from commlab.calibration import value
 from commlab.cluster.groups import group_span
 from commlab.parallelism.catalogue import GpuSpec, ModelSpec
 from commlab.parallelism.gemm import layer_gemm_s
 from commlab.parallelism.network import Network
 from commlab.parallelism.stages import stage_layers
+
+HBM_ACHIEVED_FRACTION = value("HBM_ACHIEVED_FRACTION")
+"""The share of the datasheet's HBM bandwidth a streaming kernel reaches: the memory-bound kernels, the roofline's
+weight reads and the optimizer run at it. Its value, the A100 measurement it comes from and what it was checked on
+are in commlab/data/calibration.csv."""
 
 ADAM_BYTES_PER_PARAM = 30
 """FP32 Adam's HBM traffic per parameter: master weight, momentum, variance read and written (24), the FP32
@@ -139,22 +153,27 @@ def elementwise_bytes_per_token(spec: ModelSpec, seq_len: int, tp: int, sp: bool
     return norms_residuals + mlp + scores
 
 
+def _hidden(comm_s: float, window_s: float, sm_share: float) -> tuple[float, float]:
+    """(exposed, stolen) seconds of a collective of ``comm_s`` run beside ``window_s`` of compute: what the window
+    cannot hide, and what the collective's SMs (``sm_share`` of the GPU's) take from the compute it overlaps."""
+    return max(0.0, comm_s - window_s), min(comm_s, window_s) * sm_share
+
+
 def estimate_step(spec: ModelSpec, gpu: GpuSpec, net: Network, x: Shape, seq_len: int, recompute: str,
-                  grad_nbytes: int, sp: bool = True, attention: str = "flash") -> StepEstimate:
-    """One optimizer step of ``spec`` laid out as ``x`` (module docstring)."""
+                  grad_nbytes: int, sp: bool = True, attention: str = "flash",
+                  overlap_grad_reduce: bool = True) -> StepEstimate:
+    """One optimizer step of ``spec`` laid out as ``x`` (module docstring); ``overlap_grad_reduce=False`` runs the
+    data-parallel reduction after the last backward, as frameworks before 2023 did."""
     t, c, p, d, v, b, m = x.tp, x.cp, x.pp, x.dp, x.vp, x.micro_batch, x.micro_batches
     h, s, gpn = spec.hidden, seq_len, net.gpus_per_node
     rate = gpu.gemm_TFLOPS * 1e12
     tokens_mb = b * s
     share = t * c
     layer_core = 4 * s * h * tokens_mb / share
-    hbm = gpu.hbm_TBps * 1e12
-    w = spec.layer_params / t                          # one layer's weights on this GPU
-    fwd_q, dgrad_q, wgrad_q = layer_gemm_s(tokens_mb // c, h, spec.kv_hidden, spec.ffn_width, spec.gated, t,
-                                           gpu.sms, rate)             # each GEMM at its shape's wave efficiency
-    gemm_s = max(fwd_q, 2 * w / hbm)                   # the roofline: a GEMM also reads its BF16 weights
-    dgrad_s = max(dgrad_q, 2 * w / hbm)
-    wgrad_s = max(wgrad_q, 2 * grad_nbytes * w / hbm)  # and the weight gradient is accumulated
+    hbm = gpu.hbm_TBps * 1e12 * HBM_ACHIEVED_FRACTION
+    # each GEMM at its shape's wave efficiency, and on its roofline: no faster than moving its operands
+    gemm_s, dgrad_s, wgrad_s = layer_gemm_s(tokens_mb // c, h, spec.kv_hidden, spec.ffn_width, spec.gated, t,
+                                            gpu.sms, rate, hbm, grad_nbytes)
     if attention == "flash":           # the unmasked half of causal attention at FlashAttention-2's measured rate
         attn_rate = gpu.attention_fraction * gpu.peak_bf16_TFLOPS * 1e12
         core_s = layer_core / 2 / attn_rate
@@ -212,12 +231,15 @@ def estimate_step(spec: ModelSpec, gpu: GpuSpec, net: Network, x: Shape, seq_len
                 4 * max(counts) * m, qkv, (one_qkv + one_out) / 2)
     # ZeRO-3: a layer's parameters gathered before its forward and backward, its gradients reduce-scattered
     dp_group, dp_stride = d * c, t
-    z3_fwd = z3_bwd = 0.0
+    dp_share = net.channels(group_span(dp_group, dp_stride, gpn)[1] > 1) / gpu.sms if dp_group > 1 else 0.0
+    z3_fwd = z3_bwd = z3_sms = 0.0
     if x.zero == 3 and dp_group > 1:
         layer_w = spec.layer_params / t
         ag, link = net.collective_s("all_gather", layer_w * 2, dp_group, dp_stride)
         rs, _ = net.collective_s("reduce_scatter", layer_w * grad_nbytes, dp_group, dp_stride)
-        z3_fwd, z3_bwd = max(0.0, ag - layer_fwd_s), max(0.0, ag + rs - layer_bwd_s)
+        (z3_fwd, fwd_sms), (z3_bwd, bwd_sms) = (_hidden(ag, layer_fwd_s, dp_share),
+                                                _hidden(ag + rs, layer_bwd_s, dp_share))
+        z3_sms = fwd_sms + bwd_sms
         add("ZeRO-3", "all_gather", "parameters", "per layer, before its forward and its backward", link, dp_group,
             2 * max(counts) * m, layer_w * 2, ag)
         add("ZeRO-3", "reduce_scatter", "gradients", "per layer, after its backward", link, dp_group,
@@ -226,7 +248,10 @@ def estimate_step(spec: ModelSpec, gpu: GpuSpec, net: Network, x: Shape, seq_len
     pp_mb_s = 0.0
     if p > 1:
         send = b * (s / c) * h / (t if sp else 1) * 2
-        one, link = net.p2p_s(send, t * c * d)
+        # stages sit t c d ranks apart; once the pipeline leaves a node, some stage boundary crosses the network
+        # and the pipeline runs at that boundary's pace (every micro-batch passes every boundary)
+        stride = t * c * d
+        one, link = net.p2p_s(send, max(stride, gpn) if p * stride > gpn else stride)
         pp_mb_s = 2 * v * one
         add("PP", "sendrecv", "activations and their gradients", "per micro-batch and model chunk, each way", link,
             2, 2 * v * m, send, one)
@@ -236,7 +261,8 @@ def estimate_step(spec: ModelSpec, gpu: GpuSpec, net: Network, x: Shape, seq_len
     for i in sorted({0, min(1, p - 1), p - 1}):          # the ends and one middle stage (the middles are alike)
         n, last = counts[i], i == p - 1
         compute = n * (layer_fwd_s + layer_bwd_s) + (3 * out_fwd_s if last else 0.0)
-        terms = {"TP": n * tp_layer_s, "CP": n * cp_layer_s, "ZeRO-3": n * (z3_fwd + z3_bwd), "PP": pp_mb_s}
+        terms = {"TP": n * tp_layer_s, "CP": n * cp_layer_s, "ZeRO-3": n * (z3_fwd + z3_bwd), "PP": pp_mb_s,
+                 "NCCL SMs": n * z3_sms}
         total = compute + sum(terms.values())
         if total > slot_s:
             slot_s, slot_compute_s, slot_terms = total, compute, terms
@@ -244,34 +270,44 @@ def estimate_step(spec: ModelSpec, gpu: GpuSpec, net: Network, x: Shape, seq_len
     stage_bwd_s = max(counts) * layer_bwd_s
     stage_fwd_s = max(counts) * layer_fwd_s
 
-    # ZeRO-2: a reduce-scatter of the stage's gradients after every micro-batch, hidden by its backward
-    dp_exposed, z2_slot = 0.0, 0.0
+    # once per step, DDP's all-reduce or ZeRO-1's reduce-scatter during the last backward and the all-gather of
+    # the updated parameters during the next forward; ZeRO-2 reduce-scatters after every micro-batch's backward.
+    # Without overlap (frameworks before 2023) each runs after the last backward, exposed in full.
+    def beside(comm_s: float, window_s: float) -> tuple[float, float]:
+        return _hidden(comm_s, window_s, dp_share) if overlap_grad_reduce else (comm_s, 0.0)
+
+    dp_exposed, dp_sms, z2_slot, z2_sms = 0.0, 0.0, 0.0, 0.0
     if dp_group > 1:
+        when = "during the last backward" if overlap_grad_reduce else "after the last backward"
         if x.zero == 0:
             ar, link = net.collective_s("all_reduce", stage_p * grad_nbytes, dp_group, dp_stride)
-            dp_exposed = max(0.0, ar - stage_bwd_s)
-            add("DP", "all_reduce", "gradients", "once per step, during the last backward", link, dp_group, 1,
+            dp_exposed, dp_sms = beside(ar, stage_bwd_s)
+            add("DP", "all_reduce", "gradients", f"once per step, {when}", link, dp_group, 1,
                 stage_p * grad_nbytes, ar)
         elif x.zero in (1, 2):
             name = f"ZeRO-{x.zero}"
             rs, link = net.collective_s("reduce_scatter", stage_p * grad_nbytes, dp_group, dp_stride)
             ag, _ = net.collective_s("all_gather", stage_p * 2, dp_group, dp_stride)
+            ag_exposed, ag_sms = beside(ag, stage_fwd_s)
             if x.zero == 1:
-                dp_exposed = max(0.0, rs - stage_bwd_s) + max(0.0, ag - stage_fwd_s)
+                rs_exposed, rs_sms = beside(rs, stage_bwd_s)
+                dp_exposed, dp_sms = rs_exposed + ag_exposed, rs_sms + ag_sms
             else:
-                z2_slot = max(0.0, rs - stage_bwd_s)
-                dp_exposed = max(0.0, ag - stage_fwd_s)
-            add(name, "reduce_scatter", "gradients", "once per step" if x.zero == 1 else "every micro-batch", link,
-                dp_group, 1 if x.zero == 1 else m, stage_p * grad_nbytes, rs)
+                z2_slot, z2_sms = beside(rs, stage_bwd_s)
+                dp_exposed, dp_sms = ag_exposed, ag_sms
+            add(name, "reduce_scatter", "gradients", f"once per step, {when}" if x.zero == 1 else
+                "every micro-batch", link, dp_group, 1 if x.zero == 1 else m, stage_p * grad_nbytes, rs)
             add(name, "all_gather", "parameters", "after the optimizer step", link, dp_group, 1, stage_p * 2, ag)
-    slot_s += z2_slot
+    slot_s += z2_slot + z2_sms
     slot_terms["ZeRO-2"] = z2_slot
+    slot_terms["NCCL SMs"] = slot_terms.get("NCCL SMs", 0.0) + z2_sms
     optim_params = stage_p / (dp_group if x.zero >= 1 else 1)
-    optimizer_s = optim_params * ADAM_BYTES_PER_PARAM / (gpu.hbm_TBps * 1e12)
+    optimizer_s = optim_params * ADAM_BYTES_PER_PARAM / hbm
 
     slots = m + (p - 1) / v
-    step = slots * slot_s + dp_exposed + optimizer_s
+    step = slots * slot_s + dp_exposed + dp_sms + optimizer_s
     terms_s = {k: slots * val for k, val in slot_terms.items()}
+    terms_s["NCCL SMs"] += dp_sms
     terms_s.update({"DP": dp_exposed, "optimizer": optimizer_s})
     model_tok, hw_tok = flops_per_token(spec, s, recompute)
     tokens = d * m * tokens_mb

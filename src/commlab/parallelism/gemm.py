@@ -45,15 +45,20 @@ def wave_efficiency(rows: int, cols: int, sms: int) -> float:
 
 @lru_cache(maxsize=4096)
 def layer_gemm_s(tokens: int, hidden: int, kv_hidden: int, ffn: int, gated: bool, tp: int, sms: int,
-                 rate_flops: float) -> tuple[float, float, float]:
+                 rate_flops: float, hbm_Bps: float = 0.0, grad_nbytes: int = 4) -> tuple[float, float, float]:
     """(forward, data-gradient, weight-gradient) seconds of one layer's GEMMs on one GPU at ``rate_flops``,
-    each matrix slowed by its shape's :func:`wave_efficiency` (module docstring)."""
+    each matrix slowed by its shape's :func:`wave_efficiency` and, given ``hbm_Bps``, no faster than moving its
+    operands: the roofline of each GEMM (NVIDIA's guide, section 'Math And Memory Bounds': 2 (M K + K N + M N)
+    bytes in BF16), the weight gradient also reading and writing its ``grad_nbytes`` accumulator."""
     n, h = max(1, int(tokens)), hidden
     mats = ((h, (h + 2 * kv_hidden) // tp), (h // tp, h), (h, (2 if gated else 1) * ffn // tp), (ffn // tp, h))
     fwd = dgrad = wgrad = 0.0
     for k, c in mats:
         flops = 2.0 * n * k * c
-        fwd += flops / (rate_flops * wave_efficiency(n, c, sms))
-        dgrad += flops / (rate_flops * wave_efficiency(n, k, sms))
-        wgrad += flops / (rate_flops * wave_efficiency(k, c, sms))
+        moved = 2.0 * (n * k + k * c + n * c) / hbm_Bps if hbm_Bps else 0.0
+        accumulate = 2.0 * grad_nbytes * k * c / hbm_Bps if hbm_Bps else 0.0
+        fwd += max(flops / (rate_flops * wave_efficiency(n, c, sms)), moved)
+        dgrad += max(flops / (rate_flops * wave_efficiency(n, k, sms)), moved)
+        wgrad += max(flops / (rate_flops * wave_efficiency(k, c, sms)), moved - 2.0 * k * c / hbm_Bps + accumulate
+                     if hbm_Bps else 0.0)
     return fwd, dgrad, wgrad

@@ -10,6 +10,11 @@ steps at NCCL's latencies, the fabric); all-to-all, which NCCL's tuner does not 
 pairwise exchange. A group that straddles nodes (60 ranks on 8-GPU nodes) is costed with gcd(ranks a
 node, n) ranks on each node. A group inside one node runs on that node's NVSwitch as a communicator of its own ranks.
 
+A collective that runs while the GPU computes holds one SM per channel (NCCL launches one thread block per
+channel, ``ncclLaunchKernel`` in src/enqueue.cc, and keeps ``min(MAXCHANNELS, 2 x`` the ring's channels``)`` at
+run time, src/graph/connect.cc:460): :meth:`Network.channels` gives that count from NCCL's own graph search
+(:func:`commlab.tuner.graphs.nccl_graphs`), inside one node and across nodes.
+
 Point-to-point sends (pipeline stages, ring attention) cross NVLink inside a node, else the sender's share of
 its node's NICs (NICs x rate / GPUs per node), at NCCL's network latency.
 
@@ -61,6 +66,14 @@ def planner_cluster(gpu: GpuSpec, n_gpus: int, gpus_per_node: int = 0, nics_per_
                    default_nodes=1)
 
 
+def _runtime_channels(shape: Shape) -> int:
+    """NCCL's channels at run time: twice the ring graph's, at most MAXCHANNELS (src/graph/connect.cc:460)."""
+    from commlab.tuner import nccl_constants as K
+    from commlab.tuner.graphs import nccl_graphs
+
+    return int(min(K.MAX_CHANNELS, 2 * nccl_graphs(shape.machine)["Ring"].n_channels))
+
+
 class Network:
     """Times of the planner's collectives on one cluster, remembered per (op, bytes, group) within one plan."""
 
@@ -75,6 +88,11 @@ class Network:
         self._nic_share_GBps = two.nic_GBps * self.cluster.nics_per_node / self.gpus_per_node
         self._net_latency_s = two.net_latency_us("Simple") * 1e-6
         self._memo: dict[tuple, tuple[float, str]] = {}
+        self._channels = (_runtime_channels(shape), _runtime_channels(two))
+
+    def channels(self, crosses_nodes: bool) -> int:
+        """Thread blocks (one SM each) an NCCL collective holds while it runs: inside a node or across nodes."""
+        return self._channels[1 if crosses_nodes else 0]
 
     @property
     def egress_GBps(self) -> float:

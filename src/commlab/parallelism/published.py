@@ -25,7 +25,9 @@ materialised attention scores are modelled as such (``sequence_parallel=False``,
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from commlab.errors import CommlabError
 from commlab.parallelism.catalogue import ModelSpec
 from commlab.parallelism.planner import Layout, evaluate, network_for, plan
 
@@ -66,6 +68,12 @@ class PublishedRun:
     """False where the run's framework had no context parallelism."""
     max_vp: int = 8
     """1 where the run's framework had no interleaved schedule (DeepSpeed's pipeline engine)."""
+    grad_reduce: str = "fp32"
+    """"bf16" (16-bit) where the run reduced its gradients in 16 bits: Megatron-LM v2's FP16 runs without
+    ``--accumulate-allreduce-grads-in-fp32`` (its default; only BF16 forces FP32 accumulation, arguments.py)."""
+    overlap_grad_reduce: bool = True
+    """False where the run's framework reduced gradients after the last backward (Megatron-LM of 2021-22,
+    DeepSpeed's pipeline engine)."""
 
 
 def _gpt(name, title, n_params, hidden, layers, heads, vocab, source):
@@ -87,6 +95,17 @@ _BLOOM = ("BigScience 2022, 'BLOOM: A 176B-Parameter Open-Access Multilingual La
           "batch 2,048 x 2,048 tokens; BigScience's training page: 'one copy of the model takes 48 GPUs', 'training "
           "throughput: about 150 TFLOPs': https://bigscience.notion.site/BigScience-176B-Model-ad073ca07cdf479398d5f95d88e218c4")
 
+_BEFORE_2023: dict[str, Any] = dict(sequence_parallel=False, attention="softmax", context_parallel=False,
+                                    overlap_grad_reduce=False)
+"""What the A100 runs of 2021-22 ran without: sequence parallelism, FlashAttention, context parallelism, and a
+gradient reduction overlapped with the backward (module docstring)."""
+_MEGATRON_2021: dict[str, Any] = dict(_BEFORE_2023, grad_reduce="bf16", zeros=(0,))
+_DEEPSPEED_PIPE: dict[str, Any] = dict(_BEFORE_2023, max_vp=1)
+FRAMEWORKS: dict[str, dict[str, Any]] = {"megatron-2021": _MEGATRON_2021,
+                                         "megatron-2022": dict(_BEFORE_2023, zeros=(0,)),
+                                         "deepspeed-pipeline": _DEEPSPEED_PIPE}
+"""The software facts of a run's framework and date, by name (:func:`run_from_record`)."""
+
 RUNS = (
     PublishedRun("Llama 3 405B, 8K, 8,192 H100", _405B, "h100", 8192, 8, 16, 1, 8192, 16 * 2**20, 430, "model",
                  "unknown", _LLAMA3, zeros=(2,)),
@@ -97,27 +116,26 @@ RUNS = (
     PublishedRun("MT-NLG 530B, 2,240 A100", _gpt("530B", "MT-NLG 530B", 530_000_000_000, 20480, 105, 128, 50257,
                                                   _MTNLG),
                  "a100-80gb", 2240, 8, 35, 1, 2048, 1920 * 2048, 126, "hardware", "full", _MTNLG,
-                 sequence_parallel=False, attention="softmax", context_parallel=False, max_vp=1),
+                 **_DEEPSPEED_PIPE),
     PublishedRun("MT-NLG 530B, 3,360 A100", _gpt("530B", "MT-NLG 530B", 530_000_000_000, 20480, 105, 128, 50257,
                                                   _MTNLG),
                  "a100-80gb", 3360, 8, 35, 1, 2048, 1920 * 2048, 113, "hardware", "full", _MTNLG,
-                 sequence_parallel=False, attention="softmax", context_parallel=False, max_vp=1),
+                 **_DEEPSPEED_PIPE),
     PublishedRun("BLOOM 176B, 384 A100", _gpt("176B", "BLOOM", 176_247_000_000, 14336, 70, 112, 250680, _BLOOM),
                  "a100-80gb", 384, 4, 12, 1, 2048, 2048 * 2048, 150, "hardware", "full", _BLOOM, zeros=(1,),
-                 nics_per_node=4, nic_Gbps=100.0, sequence_parallel=False, attention="softmax",
-                 context_parallel=False, max_vp=1),
+                 nics_per_node=4, nic_Gbps=100.0, **_DEEPSPEED_PIPE),
     PublishedRun("Megatron-LM 18.4B, 256 A100", _gpt("18.4B", "GPT 18.4B", 18_400_000_000, 6144, 40, 48, 51200,
                                                       _MEGATRON),
                  "a100-80gb", 256, 8, 1, 1, 2048, 1024 * 2048, 135, "hardware", "full", _MEGATRON,
-                 zeros=(0,), sequence_parallel=False, attention="softmax", context_parallel=False),
+                 **_MEGATRON_2021),
     PublishedRun("Megatron-LM 145.6B, 1,536 A100", _gpt("145.6B", "GPT 145.6B", 145_600_000_000, 12288, 80, 96,
                                                          51200, _MEGATRON),
                  "a100-80gb", 1536, 8, 8, 1, 2048, 2304 * 2048, 148, "hardware", "full", _MEGATRON,
-                 zeros=(0,), sequence_parallel=False, attention="softmax", context_parallel=False),
+                 **_MEGATRON_2021),
     PublishedRun("Megatron-LM 310.1B, 1,920 A100", _gpt("310.1B", "GPT 310.1B", 310_100_000_000, 16384, 96, 128,
                                                          51200, _MEGATRON),
                  "a100-80gb", 1920, 8, 16, 1, 2048, 2160 * 2048, 155, "hardware", "full", _MEGATRON,
-                 zeros=(0,), sequence_parallel=False, attention="softmax", context_parallel=False),
+                 **_MEGATRON_2021),
 )
 
 
@@ -202,7 +220,8 @@ def _score(run: PublishedRun, recompute: str):
     result = plan(run.model, run.n_gpus, run.gpu, seq_len=run.seq_len, global_batch_tokens=run.global_batch_tokens,
                   recompute=recompute, nics_per_node=run.nics_per_node, nic_Gbps=run.nic_Gbps,
                   sequence_parallel=run.sequence_parallel, attention=run.attention, zero_stages=run.zeros,
-                  context_parallel=run.context_parallel, max_vp=run.max_vp)
+                  context_parallel=run.context_parallel, max_vp=run.max_vp,
+                  overlap_grad_reduce=run.overlap_grad_reduce, grad_reduce=run.grad_reduce)
     cfg = result.config
     net = network_for(cfg)
     dp = run.n_gpus // (run.tp * run.pp * run.cp)
@@ -224,6 +243,31 @@ def compare(run: PublishedRun) -> Comparison:
     rank = result.rank_of(mine) if mine.reason is None else None
     best = result.ranked[0] if result.ranked else None
     return Comparison(run, mine, rank, best, len(result.ranked), result.config.recompute)
+
+
+def run_from_record(record: dict) -> PublishedRun:
+    """A published run from a flat record: ``name``, ``source``, the GPT shape (``params``, ``hidden``, ``layers``,
+    ``heads``, ``vocab``), ``gpu`` (default ``a100-80gb``), ``gpus``, ``tp``, ``pp``, ``cp``, ``seq``,
+    ``batch_sequences``, the throughput as ``tflops_per_gpu`` or ``mfu`` (of the GPU's dense BF16 peak), ``flops``,
+    ``recompute``, ``framework`` (:data:`FRAMEWORKS`) and optionally ``sequence_parallel``."""
+    from commlab.parallelism.catalogue import gpu as find_gpu
+
+    try:
+        gpu = record.get("gpu", "a100-80gb")
+        tflops = record["tflops_per_gpu"] if "tflops_per_gpu" in record else \
+            record["mfu"] * find_gpu(gpu).peak_bf16_TFLOPS
+        facts = dict(FRAMEWORKS[record["framework"]])
+        if "sequence_parallel" in record:
+            facts["sequence_parallel"] = bool(record["sequence_parallel"])
+        model = _gpt(record["name"], record["name"], int(record["params"]), int(record["hidden"]),
+                     int(record["layers"]), int(record["heads"]), int(record["vocab"]), record["source"])
+        return PublishedRun(record["name"], model, gpu, int(record["gpus"]), int(record["tp"]), int(record["pp"]),
+                            int(record.get("cp", 1)), int(record["seq"]),
+                            int(record["batch_sequences"]) * int(record["seq"]), round(float(tflops), 1),
+                            record["flops"], record["recompute"], record["source"], **facts)
+    except KeyError as exc:
+        raise CommlabError(f"published run record {record.get('name', record)!r} lacks {exc}; frameworks: "
+                           f"{', '.join(FRAMEWORKS)}") from None
 
 
 def compare_all(runs=RUNS) -> tuple[Comparison, ...]:

@@ -7,32 +7,70 @@ from commlab import hardware, parallelism, units
 from commlab.exercises.bank.common import draw_ranks, duration, num, pick, rate, ratio_mistake, size
 from commlab.exercises.model import Exercise, Mistake, Worked
 from commlab.parallelism import ModelConfig, ParallelConfig
+from commlab.parallelism.network import Network
 
 _MODELS = ((1.3, 2048, 24), (7, 4096, 32), (13, 5120, 40), (70, 8192, 80))  # billions of params, hidden, layers
 _DTYPES = (("FP16", 2), ("BF16", 2), ("FP32", 4))
 
 
+_NODES = (("h100", "DGX H100"), ("a100-80gb", "DGX A100"))
+"""Servers a multi-node DP group runs on: the planner's presets (8 GPUs on NVSwitch, 8 NICs each)."""
+
+
 def _sync_question(rng):
-    """A model, a dtype and a DP group on a link it can really use: NVLink only inside one 8-GPU node, one
-    InfiniBand port per GPU for a group that spans nodes."""
+    """A model, a dtype and a DP group: inside one 8-GPU node on its NVLink, or over n/8 such nodes whose NICs the
+    GPUs share (chapter 9's node model), never one network port per GPU."""
     billions, _, _ = pick(rng, _MODELS)
     dtype, itemsize = pick(rng, _DTYPES)
-    n = draw_ranks(rng, (4, 8, 16, 32))
-    inside = ("nvlink3", "nvlink4", "nvlink5") if n <= 8 else ()
-    link = hardware.link(pick(rng, inside + ("ib-hdr", "ib-ndr", "ib-xdr")))
-    return int(billions * 1e9), dtype, itemsize, n, link
+    n = draw_ranks(rng, (4, 8, 16, 32, 64))
+    if n <= 8:
+        link = hardware.link(pick(rng, ("nvlink3", "nvlink4", "nvlink5")))
+        return int(billions * 1e9), dtype, itemsize, n, link, None
+    return int(billions * 1e9), dtype, itemsize, n, None, pick(rng, _NODES)
 
 
 def _dp_sync(rng) -> Worked:
-    n_params, dtype, itemsize, n, link = _sync_question(rng)
+    n_params, dtype, itemsize, n, link, node = _sync_question(rng)
     sync = parallelism.gradient_sync(n_params, n, itemsize)
-    t_s = sync.time_s(link)
     grads = n_params * itemsize
-    where = (f"inside one node over {link.title}" if link.kind in ("nvlink", "nvswitch") else
-             f"across nodes, each GPU with its own {link.title} port")
+    if link is not None:
+        return _dp_sync_in_node(n_params, dtype, itemsize, n, link, sync, grads)
+    gpu_name, server = node
+    spec = parallelism.gpu(gpu_name)
+    net = Network(spec, n_gpus=n)
+    t_s, how = net.collective_s("all_reduce", grads, n, 1)
+    nic = hardware.link(spec.inter)
+    nodes, per_node = n // net.gpus_per_node, net.gpus_per_node
+    egress_Bps = net.egress_GBps * 1e9
+    question = (f"Data parallelism over {n} GPUs: {nodes} {server} nodes of {per_node} GPUs on NVSwitch, each node "
+                f"with {net.cluster.nics_per_node} x {nic.title} NICs to the others. A {num(n_params / 1e9)}B-"
+                f"parameter model's {dtype} gradients are all-reduced once per step with NCCL. How long does the "
+                "gradient sync take?")
+    one_port = sync.bytes_per_rank_per_step / nic.unidir_Bps
+    solution = (f"Gradients: S = {num(n_params / 1e9)}e9 x {itemsize} B = {size(grads)}. NCCL's rings (one per "
+                f"NIC) cross each node boundary once, so a node's {net.cluster.nics_per_node} NICs carry its share "
+                f"together: about 2(N-1)/N * S over the node's egress ({rate(egress_Bps)}), "
+                f"{duration(sync.bytes_per_rank_per_step / egress_Bps)}, and NCCL's pick ({how}) in the cluster "
+                f"model: {duration(t_s)}. (Not 2(N-1)/N * S over one NIC per GPU, {duration(one_port)}: the GPUs of "
+                "a node share its NICs, and the hops inside the node run on NVLink.)")
+    mistakes = (
+        ratio_mistake(one_port, t_s, "one network port per GPU",
+                      "a ring crosses each node once per channel; the node's NICs share the bytes"),
+        ratio_mistake(grads / egress_Bps, t_s, "ring factor 2(N-1)/N forgotten",
+                      "each GPU sends 2(N-1)/N * S, not S"),
+        ratio_mistake(t_s * (4 if itemsize == 2 else 2) / itemsize, t_s, "wrong bytes per element",
+                      f"{dtype} is {itemsize} bytes per gradient"),
+    )
+    return Worked(question, t_s, solution, mistakes, n_ranks=n,
+                  params={"n_params": n_params, "itemsize": itemsize, "n_ranks": n, "link": nic.name,
+                          "gpu": gpu_name})
+
+
+def _dp_sync_in_node(n_params, dtype, itemsize, n, link, sync, grads) -> Worked:
+    t_s = sync.time_s(link)
     question = (f"Data parallelism over {n} GPUs: a {num(n_params / 1e9)}B-parameter model's {dtype} gradients "
-                f"are ring all-reduced once per step {where} ({rate(link.unidir_Bps)} one way, alpha "
-                f"{num(link.latency_s * 1e6)} us). How long does the gradient sync take?")
+                f"are ring all-reduced once per step inside one node over {link.title} ({rate(link.unidir_Bps)} "
+                f"one way, alpha {num(link.latency_s * 1e6)} us). How long does the gradient sync take?")
     solution = (f"Gradients: {num(n_params / 1e9)}e9 x {itemsize} B = {size(grads)}. Each GPU sends 2(N-1)/N * S = "
                 f"{size(sync.bytes_per_rank_per_step)}; at {rate(link.unidir_Bps)} plus {2 * (n - 1)} latency terms: "
                 f"{duration(t_s)}. (Not S / B = {duration(grads / link.unidir_Bps)}: that is one pass of the "
@@ -192,7 +230,9 @@ def _pp_send(rng) -> Worked:
 
 EXERCISES = (
     Exercise("ch09.dp-sync", "DP gradient sync time", "s", 0.03,
-             "t = 2(N-1)(alpha + S/(N B)) with S the gradient bytes and B one way (chapter 9, DP).", _dp_sync),
+             "Inside a node t = 2(N-1)(alpha + S/(N B)), S the gradient bytes and B one way; across nodes the "
+             "node's NICs share the ring's bytes, about 2(N-1)/N * S over the node's egress (chapter 9, DP).",
+             _dp_sync),
     Exercise("ch09.bubble", "Pipeline bubble", "%", 0.02,
              "Bubble share of the step = (p-1)/(m+p-1) (chapter 9, pipeline bubbles).", _bubble),
     Exercise("ch09.tp-volume", "TP all-reduce bytes per layer", "MB", 0.02,
