@@ -52,7 +52,8 @@ def _crossover(rng) -> Worked:
     nbytes = cost.crossover_nbytes("ring", "tree", n, alpha, bw)
     depth = int(cost.tree_depth(n))
     question = (f"An all-reduce on {ring_where(link, n)} (B = {rate(bw)} one way; {_alphas(link)}). "
-                "Ring: 2(N-1)(alpha + S/(N B)); plain tree: 2 ceil(log2 N)(alpha + S/B), both with alpha = alpha_step. "
+                "Ring: 2(N-1)(alpha + S/(N B)); plain tree at its best (S/B a step, chapter 6): "
+                "2 ceil(log2 N)(alpha + S/B), both with alpha = alpha_step. "
                 "Above what size S "
                 "is the ring faster? Give S in KB.")
     solution = (f"Equal when 2(N-1)(alpha + S/(NB)) = 2D(alpha + S/B) with D = {depth}: "
@@ -94,9 +95,11 @@ def _tree_bandwidth(rng) -> Worked:
     tree = float(cost.tree_all_reduce_time_s(nbytes, n, alpha, bw))
     question = (f"A {size(nbytes)} gradient all-reduce on {ring_where(link, n)} (the wire's latency alpha = "
                 f"{num(alpha * 1e6)} us, B = {rate(bw)}): how many times longer does a plain binary tree take "
-                "than a ring? (Plain tree: the whole buffer crosses every level, no pipelining.)")
+                "than a ring? (Plain tree at its best: the whole buffer crosses every level, no pipelining, S/B a "
+                "step as if each child had a link of its own into its parent.)")
     solution = (f"Tree: 2 ceil(log2 N)(alpha + S/B) = {duration(tree)}; ring: 2(N-1)(alpha + S/(NB)) = "
-                f"{duration(ring)}. Ratio {num(tree / ring)}: a plain tree wastes bandwidth. NCCL's pipelined "
+                f"{duration(ring)}. Ratio {num(tree / ring)}: a plain tree wastes bandwidth, and more under the "
+                "one-port model of chapter 6, where an inner rank's two children share its port. NCCL's pipelined "
                 "double binary tree splits the buffer so both trees stream at full bandwidth.")
     depth = int(cost.tree_depth(n))
     mistakes = (ratio_mistake(depth / (n - 1), tree / ring, "compared step counts only",
