@@ -97,7 +97,7 @@ def _ring_paragraph(rng) -> Worked:
         (f"For {size(nbytes)} each rank sends {size(per_rank)} in all.", f"2(N-1)/N S = {size(per_rank)}.",
          f"For {size(nbytes)} each rank sends {size(2 * (n - 1) * nbytes)} in all.",
          f"each step carries one chunk of S/N, not the whole buffer: 2(N-1)/N S = {size(per_rank)}."),
-        (f"On {ring_where(link, n)} the model gives {duration(t_s)}.",
+        (f"On {ring_where(link, n)}, the model gives {duration(t_s)}.",
          f"2(N-1)(alpha + S/(N B)) = {duration(t_s)}.", None, None),
     ]
     return wrong_sentence(rng, "The ring all-reduce.", claims, params={"n": n, "link": link.name})
