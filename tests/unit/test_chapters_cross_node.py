@@ -344,12 +344,12 @@ def test_half_busbw_answers_in_one_unit():
 def test_chapter_07s_fsdp_and_hsdp_times_are_the_cluster_models():
     import math
 
-    from commlab import parallelism, units
+    from commlab import expect, parallelism, units
     from commlab.cluster.groups import group_view
 
     source = dict(notebook_cells(ROOT / "chapters" / "07_overlap.ipynb"))["ch07-26a"]
     space: dict = {"math": math, "parallelism": parallelism, "cluster": cluster, "units": units,
-                   "group_view": group_view}
+                   "group_view": group_view, "expect": expect}
     exec(compile(source, "ch07-26a", "exec"), space)                    # noqa: S102 - the chapter's own cell
     flat_s, _, network_s = space["times"]["dgx-h100-ndr"]
     fsdp_all = space["fsdp_all"]

@@ -192,7 +192,14 @@ def test_closed_forms_with_links(seed):
     link = hardware.link(p["link"])
     # alpha_step, chapter 5's convention: NCCL's hwLat for Ring/Simple per hop (tuning.cc), not the wire's latency
     alpha = {"nvlink": 3.4e-6, "nvswitch": 3.4e-6, "pcie": 5.7e-6}.get(link.kind, 14e-6)
-    n, bw = p["n_ranks"], link.unidir_GBps * 1e9
+    n = p["n_ranks"]
+    if link.kind in ("infiniband", "roce"):      # single-GPU servers: the card as the cluster model drives it
+        from commlab import cluster
+        from commlab.cluster.groups import group_view
+        server = {"ib-ndr": "dgx-h100-ndr", "roce-400": "h100-16k-roce"}[link.name]
+        bw = cluster.Shape.of(group_view(cluster.preset(server), 1), n).network_GBps * 1e9
+    else:
+        bw = link.unidir_GBps * 1e9
     depth = math.ceil(math.log2(n))
     closed = (n - 1 - depth) * alpha * bw / (depth - (n - 1) / n)
     assert ex.worked("ch06.crossover", seed).expected == pytest.approx(closed / 1e3, rel=1e-6)

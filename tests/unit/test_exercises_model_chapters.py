@@ -37,11 +37,47 @@ def _link(params):
     return hardware.link(params["link"])
 
 
+#: the cluster preset whose card a single-GPU server has, per network link the banks draw
+_ONE_GPU_SERVER = {"ib-ndr": "dgx-h100-ndr", "roce-400": "h100-16k-roce"}
+
+
+def ring_B(link, n_ranks):
+    """A ring rank's B: the link inside a server; across single-GPU servers, the server's card as the cluster model
+    drives it (never the card's line rate, chapter 5)."""
+    if link.kind not in ("infiniband", "roce", "ethernet"):
+        return link.unidir_Bps
+    from commlab import cluster
+    from commlab.cluster.groups import group_view
+
+    return cluster.Shape.of(group_view(cluster.preset(_ONE_GPU_SERVER[link.name]), 1), n_ranks).network_GBps * 1e9
+
+
+def test_network_questions_take_B_from_the_cluster_model_not_the_line_rate():
+    seen = set()
+    for exercise_id in ("ch05.half-busbw", "ch06.crossover", "ch06.tree-time", "ch07.bucket-time"):
+        for seed in SEEDS:
+            w = ex.worked(exercise_id, seed)
+            link, n = _link(w.params), w.params["n_ranks"]
+            if link.kind in ("infiniband", "roce"):
+                seen.add(exercise_id)
+                assert ring_B(link, n) < link.unidir_Bps                    # NCCL drives a 400 Gb/s card at 48 GB/s
+                assert f"B = {format_bw(ring_B(link, n))}" in w.question, (exercise_id, w.question)
+            else:
+                assert n <= 8 or link.kind == "nvlink", (exercise_id, n, link.name)   # one server's GPUs
+    assert seen == {"ch05.half-busbw", "ch06.crossover", "ch06.tree-time", "ch07.bucket-time"}
+
+
+def format_bw(bw_Bps):
+    from commlab.exercises.bank.common import rate
+
+    return rate(bw_Bps)
+
+
 def test_crossover_uses_alpha_step_and_names_the_wire_slip():
     for seed in SEEDS:
         w = ex.worked("ch06.crossover", seed)
         link, n = _link(w.params), w.params["n_ranks"]
-        a, b, d = alpha_step_s(link.name), link.unidir_Bps, math.ceil(math.log2(n))
+        a, b, d = alpha_step_s(link.name), ring_B(link, n), math.ceil(math.log2(n))
         closed = (n - 1 - d) * a * b / (d - (n - 1) / n)                # S* of 2(N-1)(a + S/NB) = 2D(a + S/B)
         assert w.expected == pytest.approx(closed / 1e3, rel=1e-6)
         assert "the wire's latency" in w.question and "alpha_step" in w.question
@@ -57,19 +93,20 @@ def test_tree_time_of_a_small_message_pays_alpha_step_per_level():
         nbytes = float(re.search(r"tree all-reduce of ([\d.]+) (K?i?B)", w.question).group(1)) * (
             1024 if "KiB" in w.question.split(" on ")[0] else 1)
         depth = math.ceil(math.log2(n))
-        assert w.expected == pytest.approx(2 * depth * (alpha_step_s(link.name) + nbytes / link.unidir_Bps) * 1e6)
+        assert w.expected == pytest.approx(2 * depth * (alpha_step_s(link.name) + nbytes / ring_B(link, n)) * 1e6)
 
 
 def test_half_busbw_is_where_the_ring_model_reaches_half_the_link():
     for seed in SEEDS:
         w = ex.worked("ch05.half-busbw", seed)
         link, n = _link(w.params), w.params["n_ranks"]
-        s_half = w.expected * 1e6
-        assert s_half == pytest.approx(n * alpha_step_s(link.name) * link.unidir_Bps)
+        s_half, b = w.expected * 1e6, ring_B(link, n)
+        assert s_half == pytest.approx(n * alpha_step_s(link.name) * b)
         # independently: the ring's time at that size gives busbw = B / 2 (nccl-tests' busbw, 2(N-1)/N)
-        t_s = 2 * (n - 1) * (alpha_step_s(link.name) + s_half / (n * link.unidir_Bps))
-        assert s_half / t_s * 2 * (n - 1) / n == pytest.approx(link.unidir_Bps / 2)
-        feedback = ex.check("ch05.half-busbw", n * link.latency_s * link.unidir_Bps / 1e6, learner=seed, record=False)
+        t_s = 2 * (n - 1) * (alpha_step_s(link.name) + s_half / (n * b))
+        assert s_half / t_s * 2 * (n - 1) / n == pytest.approx(b / 2)
+        assert "MiB" not in w.question + w.solution                     # one unit, the decimal MB asked for
+        feedback = ex.check("ch05.half-busbw", n * link.latency_s * b / 1e6, learner=seed, record=False)
         assert not feedback.correct and feedback.mistake == "used the wire's latency", (seed, feedback.message)
 
 

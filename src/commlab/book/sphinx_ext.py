@@ -9,6 +9,10 @@
   buttons' icons; the link is dropped and the icons drawn by CSS (:data:`commlab.viz.export.ICON_CSS`).
 * **MathJax 3 with its TeX fonts, served from the pages' own folder** (``_static/mathjax``): the copy of the
   ``sphinx-mathjax-offline`` package (MathJax 3.2.2), or a folder given with ``--mathjax``.
+* **Explicit anchors as targets.** A notebook marks a spot with ``<a id="name"></a>`` (the glossary's terms), which
+  is what JupyterLab links to; Sphinx sees only raw HTML there, so a link ``glossary.ipynb#name`` would find no
+  target. :func:`anchor_targets` turns each such anchor at the start of a paragraph into that paragraph's own
+  id and label, so the same link lands on the same spot in both.
 * **Search and the phone's page**: a scorer that ranks a page whose title names the searched word above pages
   that only mention it, snippets read without the formulas' TeX source, and the "Contents" button of the
   article's header opening the page's contents (the theme listens to the first of two such buttons, which a
@@ -19,6 +23,7 @@ from __future__ import annotations
 import html
 import json
 import posixpath
+import re
 import shutil
 from pathlib import Path
 
@@ -198,10 +203,52 @@ def widget_notes(env) -> int:
     return sum(getattr(env, "commlab_widget_notes", {}).values())
 
 
+_ANCHOR = re.compile(r"""^\s*<a\s+(?:id|name)\s*=\s*["']([^"']+)["']\s*>\s*(</a>)?\s*$""")
+
+
+def anchor_targets(document) -> None:
+    """``<a id="name"></a>`` opening a paragraph becomes the paragraph's id and an explicit target ``name``, so MyST
+    resolves ``doc.ipynb#name`` to it; the raw anchor is dropped (MyST parses ``<a ...>`` and ``</a>`` as two raw
+    nodes), so the page does not hold the id twice."""
+    from docutils import nodes
+
+    for raw in list(document.findall(nodes.raw)):
+        match = _ANCHOR.match(raw.astext())
+        parent = raw.parent
+        if not match or "html" not in raw.get("format", "").split() or not isinstance(parent, nodes.paragraph):
+            continue
+        name, closed = match.group(1), match.group(2) is not None
+        following = raw.next_node(descend=False, siblings=True)
+        if not closed and not (isinstance(following, nodes.raw) and following.astext().strip() == "</a>"):
+            continue
+        if name in document.ids or parent.index(raw) != 0:
+            continue
+        parent["ids"].append(name)
+        parent["names"].append(name)
+        document.note_explicit_target(parent, parent)
+        parent.remove(raw)
+        if not closed:
+            parent.remove(following)
+
+
+def _anchor_transform():
+    """The docutils transform of :func:`anchor_targets`, run before Sphinx's domains collect the labels (850)."""
+    from docutils.transforms import Transform
+
+    class ExplicitAnchors(Transform):
+        default_priority = 840
+
+        def apply(self, **kwargs) -> None:
+            anchor_targets(self.document)
+
+    return ExplicitAnchors
+
+
 def setup(app) -> dict:
     app.add_config_value("commlab_mathjax_dir", "", "env")
     app.add_config_value("commlab_toc", "", "env")
     app.connect("source-read", add_contents)
+    app.add_transform(_anchor_transform())
     app.connect("build-finished", _write_index)
     app.connect("config-inited", _configure)
     app.connect("doctree-read", render_outputs, priority=400)

@@ -8,7 +8,6 @@ from commlab.exercises.bank.common import (draw_ranks, draw_round, duration, num
                                           ring_link_Bps, ring_where, size)
 from commlab.exercises.model import Exercise, Mistake, Worked
 
-_LINKS = ("nvlink3", "nvlink4", "nvlink5", "pcie4", "pcie5", "ib-ndr", "ib-xdr", "roce-200")
 #: a ring inside a server, or across single-GPU servers whose card the cluster model knows
 _RING_LINKS = ("nvlink3", "nvlink4", "nvlink5", "pcie4", "pcie5", "ib-ndr", "roce-400")
 
@@ -143,17 +142,18 @@ def _mb(nbytes: float) -> str:
 
 
 def _half_busbw(rng) -> Worked:
-    link = hardware.link(pick(rng, _LINKS))
+    link = hardware.link(pick(rng, _RING_LINKS))
     limit = largest_group(link.name)
     n = draw_ranks(rng, tuple(k for k in (4, 8, 16, 32) if limit is None or k <= limit))
-    a_wire, a_step, bw = link.latency_s, alpha_step_s(link.name), link.unidir_Bps
+    a_wire, a_step, bw = link.latency_s, alpha_step_s(link.name), ring_link_Bps(link, n)
     s_half = n * a_step * bw                                           # busbw = B / (1 + N alpha B / S)
     t_s = float(cost.ring_all_reduce_time_s(s_half, n, a_step, bw))
-    assert abs(float(cost.busbw_GBps("all_reduce", s_half, t_s, n)) / link.unidir_GBps - 0.5) < 1e-9
-    where = (f"{n} servers of one GPU each, joined by {link.title} (one card per server, " if limit is None
-             else f"{n} GPUs over {link.title} (")
-    question = (f"A ring all-reduce on {where}B = {rate(bw)} one way). The wire's latency is "
-                f"{num(a_wire * 1e6)} us, but one step of a real ring costs alpha_step = {num(a_step * 1e6)} us "
+    assert abs(float(cost.busbw_GBps("all_reduce", s_half, t_s, n)) * 1e9 / bw - 0.5) < 1e-9
+    printed = ("as NCCL drives the card in the book's cluster model" if limit is None
+               else f"printed {rate(2 * bw)} both ways")
+    question = (f"A ring all-reduce on {ring_where(link, n)} (B = {rate(bw)} one way, {printed}). "
+                f"The wire's latency is {num(a_wire * 1e6)} us, but one step of a real ring costs "
+                f"alpha_step = {num(a_step * 1e6)} us "
                 "(NCCL's own per-hop cost for Ring/Simple). With t = 2(N-1)(alpha_step + S/(N B)), from what size S "
                 "does nccl-tests' busbw reach half of B? Give S in MB.")
     solution = (f"busbw = S/t x 2(N-1)/N = S / (N alpha + S/B) = B / (1 + N alpha B / S): half of B where "

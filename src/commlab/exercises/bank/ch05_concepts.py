@@ -2,14 +2,15 @@
 from __future__ import annotations
 
 from commlab import cost, hardware
-from commlab.exercises.bank.common import duration, num, pick, rate, size
+from commlab.exercises.bank.common import duration, num, pick, rate, ring_link_Bps, ring_where, size
 from commlab.exercises.bank.concepts import wrong_sentence
 from commlab.exercises.model import Choice, Exercise, Worked, choice_worked
 
 
 def ring_numbers(nbytes: int, n: int, link: hardware.Link) -> tuple[float, float]:
-    """(time in s, busbw in GB/s) of a ring all-reduce by chapter 5's model on ``link``."""
-    t_s = float(cost.ring_all_reduce_time_s(nbytes, n, link.latency_s, link.unidir_Bps))
+    """(time in s, busbw in GB/s) of a ring all-reduce by chapter 5's model on ``link``: across servers of one GPU
+    each, B is the card as the cluster model drives it, not its line rate."""
+    t_s = float(cost.ring_all_reduce_time_s(nbytes, n, link.latency_s, ring_link_Bps(link, n)))
     return t_s, float(cost.busbw_GBps("all_reduce", nbytes, t_s, n))
 
 
@@ -20,9 +21,9 @@ def _n_doubles(rng) -> Worked:
     nbytes = int(pick(rng, (2**30, 4 * 2**30))) if large else int(pick(rng, (2**10, 4 * 2**10)))
     t1, b1 = ring_numbers(nbytes, n, link)
     t2, b2 = ring_numbers(nbytes, 2 * n, link)
-    stem = (f"A ring all-reduce of {size(nbytes)} runs on {n} ranks over {link.title} (alpha = "
-            f"{num(link.latency_s * 1e6)} us, B = {rate(link.unidir_Bps)}). By chapter 5's model, what happens to its "
-            f"time and its busbw on {2 * n} ranks?")
+    stem = (f"A ring all-reduce of {size(nbytes)} runs on {ring_where(link, n)} (alpha = "
+            f"{num(link.latency_s * 1e6)} us, B = {rate(ring_link_Bps(link, n))}). By chapter 5's model, what happens "
+            f"to its time and its busbw on {2 * n} ranks?")
 
     def text(tr: float, br: float) -> str:
         return f"time x {num(tr, 3)}, busbw x {num(br, 3)}"
@@ -96,7 +97,7 @@ def _ring_paragraph(rng) -> Worked:
         (f"For {size(nbytes)} each rank sends {size(per_rank)} in all.", f"2(N-1)/N S = {size(per_rank)}.",
          f"For {size(nbytes)} each rank sends {size(2 * (n - 1) * nbytes)} in all.",
          f"each step carries one chunk of S/N, not the whole buffer: 2(N-1)/N S = {size(per_rank)}."),
-        (f"Over {link.title} the model gives {duration(t_s)}.",
+        (f"On {ring_where(link, n)}, the model gives {duration(t_s)}.",
          f"2(N-1)(alpha + S/(N B)) = {duration(t_s)}.", None, None),
     ]
     return wrong_sentence(rng, "The ring all-reduce.", claims, params={"n": n, "link": link.name})

@@ -5,11 +5,14 @@ latency and alpha_step, the effective cost of a step (chapter 5's convention), a
 from __future__ import annotations
 
 from commlab import cost, hardware, units
-from commlab.exercises.bank.ch05 import alpha_step_s
-from commlab.exercises.bank.common import draw_ranks, duration, num, pick, rate, ratio_mistake, size
+from commlab.exercises.bank.ch05 import alpha_step_s, largest_group
+from commlab.exercises.bank.common import (draw_ranks, duration, num, pick, rate, ratio_mistake, ring_link_Bps,
+                                          ring_where, size)
 from commlab.exercises.model import Exercise, Mistake, Worked
 
-_LINKS = ("nvlink4", "pcie5", "ib-hdr", "ib-ndr", "ib-xdr", "roce-100", "roce-400", "eth-100-tcp")
+#: inside a server (as many GPUs as one such group holds), or across single-GPU servers, each on its own card,
+#: B from the book's cluster model (chapter 6 costs its ring and tree across servers that way)
+_LINKS = ("nvlink4", "pcie5", "ib-ndr", "roce-400")
 
 
 def _tree_steps(rng) -> Worked:
@@ -27,8 +30,9 @@ def _tree_steps(rng) -> Worked:
 
 def _link_question(rng):
     link = hardware.link(pick(rng, _LINKS))
-    n = draw_ranks(rng, (8, 16, 32, 64, 128, 256))
-    return link, n, link.latency_s, link.unidir_Bps
+    limit = largest_group(link.name)
+    n = draw_ranks(rng, tuple(k for k in (8, 16, 32, 64, 128, 256) if limit is None or k <= limit))
+    return link, n, link.latency_s, ring_link_Bps(link, n)
 
 
 def _alphas(link) -> str:
@@ -47,8 +51,10 @@ def _crossover(rng) -> Worked:
     alpha = alpha_step_s(link.name)
     nbytes = cost.crossover_nbytes("ring", "tree", n, alpha, bw)
     depth = int(cost.tree_depth(n))
-    question = (f"{n} ranks on {link.title} (B = {rate(bw)} one way; {_alphas(link)}). Ring: 2(N-1)(alpha + "
-                f"S/(N B)); plain tree: 2 ceil(log2 N)(alpha + S/B), both with alpha = alpha_step. Above what size S "
+    question = (f"An all-reduce on {ring_where(link, n)} (B = {rate(bw)} one way; {_alphas(link)}). "
+                "Ring: 2(N-1)(alpha + S/(N B)); plain tree at its best (S/B a step, chapter 6): "
+                "2 ceil(log2 N)(alpha + S/B), both with alpha = alpha_step. "
+                "Above what size S "
                 "is the ring faster? Give S in KB.")
     solution = (f"Equal when 2(N-1)(alpha + S/(NB)) = 2D(alpha + S/B) with D = {depth}: "
                 f"S = (N-1-D) alpha B / (D - (N-1)/N) = {size(nbytes)}. Below it the tree's fewer latency terms "
@@ -71,7 +77,7 @@ def _latency_ratio(rng) -> Worked:
     ring = float(cost.ring_all_reduce_time_s(nbytes, n, alpha, bw))
     tree = float(cost.tree_all_reduce_time_s(nbytes, n, alpha, bw))
     ratio = ring / tree
-    question = (f"Syncing a scalar of {size(nbytes)} across {n} ranks on {link.title} (the wire's latency alpha = "
+    question = (f"Syncing a scalar of {size(nbytes)} on {ring_where(link, n)} (the wire's latency alpha = "
                 f"{num(alpha * 1e6)} us, B = {rate(bw)}): how many times longer does a ring all-reduce take than a "
                 "tree all-reduce?")
     solution = (f"Ring: 2(N-1) = {2 * (n - 1)} steps, {duration(ring)}; tree: 2 ceil(log2 N) = "
@@ -87,11 +93,13 @@ def _tree_bandwidth(rng) -> Worked:
     nbytes = float(pick(rng, (1, 4, 16))) * units.GB
     ring = float(cost.ring_all_reduce_time_s(nbytes, n, alpha, bw))
     tree = float(cost.tree_all_reduce_time_s(nbytes, n, alpha, bw))
-    question = (f"A {size(nbytes)} gradient all-reduce on {n} ranks over {link.title} (the wire's latency alpha = "
+    question = (f"A {size(nbytes)} gradient all-reduce on {ring_where(link, n)} (the wire's latency alpha = "
                 f"{num(alpha * 1e6)} us, B = {rate(bw)}): how many times longer does a plain binary tree take "
-                "than a ring? (Plain tree: the whole buffer crosses every level, no pipelining.)")
+                "than a ring? (Plain tree at its best: the whole buffer crosses every level, no pipelining, S/B a "
+                "step as if each child had a link of its own into its parent.)")
     solution = (f"Tree: 2 ceil(log2 N)(alpha + S/B) = {duration(tree)}; ring: 2(N-1)(alpha + S/(NB)) = "
-                f"{duration(ring)}. Ratio {num(tree / ring)}: a plain tree wastes bandwidth. NCCL's pipelined "
+                f"{duration(ring)}. Ratio {num(tree / ring)}: a plain tree wastes bandwidth, and more under the "
+                "one-port model of chapter 6, where an inner rank's two children share its port. NCCL's pipelined "
                 "double binary tree splits the buffer so both trees stream at full bandwidth.")
     depth = int(cost.tree_depth(n))
     mistakes = (ratio_mistake(depth / (n - 1), tree / ring, "compared step counts only",
@@ -107,7 +115,7 @@ def _tree_time(rng) -> Worked:
     nbytes = float(pick(rng, (4, 8, 256, 4096)))
     t_s = float(cost.tree_all_reduce_time_s(nbytes, n, alpha, bw))
     depth = int(cost.tree_depth(n))
-    question = (f"A tree all-reduce of {size(nbytes)} on {n} ranks over {link.title} (B = {rate(bw)} one way; "
+    question = (f"A tree all-reduce of {size(nbytes)} on {ring_where(link, n)} (B = {rate(bw)} one way; "
                 f"{_alphas(link)}): with t = 2 ceil(log2 N)(alpha_step + S/B), how long does it take, in us?")
     solution = (f"ceil(log2 {n}) = {depth} levels, crossed up and down: {2 * depth} x ({duration(alpha)} + "
                 f"{duration(nbytes / bw)}) = {duration(t_s)}. For a message this small the latency terms are "

@@ -8,7 +8,7 @@ import numpy as np
 from commlab import cost, hardware
 from commlab.tuner.machine import Machine, parse_machine
 from commlab.tuner.predict import predict
-from commlab.exercises.bank.common import duration, num, pick, rate
+from commlab.exercises.bank.common import duration, num, pick, rate, ring_link_Bps, ring_where
 from commlab.exercises.bank.concepts import wrong_sentence
 from commlab.exercises.model import Choice, Exercise, Worked, choice_worked
 
@@ -78,10 +78,11 @@ def _latency_doubles(rng) -> Worked:
     link = hardware.link(pick(rng, ("nvlink4", "ib-ndr", "roce-400")))
     n = int(pick(rng, (8, 16, 32, 64)))
     nbytes = 8
-    ring = [float(cost.ring_all_reduce_time_s(nbytes, k, link.latency_s, link.unidir_Bps)) for k in (n, 2 * n)]
-    tree = [float(cost.tree_all_reduce_time_s(nbytes, k, link.latency_s, link.unidir_Bps)) for k in (n, 2 * n)]
+    bw = {k: ring_link_Bps(link, k) for k in (n, 2 * n)}       # across servers: the card as NCCL drives it
+    ring = [float(cost.ring_all_reduce_time_s(nbytes, k, link.latency_s, bw[k])) for k in (n, 2 * n)]
+    tree = [float(cost.tree_all_reduce_time_s(nbytes, k, link.latency_s, bw[k])) for k in (n, 2 * n)]
     depth = math.ceil(math.log2(n))
-    stem = (f"An 8-byte all-reduce (pure latency) on {n} ranks over {link.title} (alpha = {num(link.latency_s * 1e6)} "
+    stem = (f"An 8-byte all-reduce (pure latency) on {ring_where(link, n)} (alpha = {num(link.latency_s * 1e6)} "
             f"us). By chapter 6's models, ring {duration(ring[0])} and binary tree {duration(tree[0])}. On {2 * n} "
             "ranks?")
 
@@ -102,7 +103,7 @@ def _latency_doubles(rng) -> Worked:
 def _tree_paragraph(rng) -> Worked:
     n = int(pick(rng, (16, 64, 256)))
     depth = math.ceil(math.log2(n))
-    link = hardware.link(pick(rng, ("ib-ndr", "ib-hdr")))
+    link = hardware.link(pick(rng, ("ib-ndr", "roce-400")))
     claims = [
         (f"A binary tree all-reduce on {n} ranks pays about 2 log2 N = {2 * depth} latency terms, the ring "
          f"2(N-1) = {2 * (n - 1)}.", "up the tree and down again, one level per step.", None, None),
@@ -117,7 +118,8 @@ def _tree_paragraph(rng) -> Worked:
          "NVIDIA's 2019 description of NCCL 2.4's trees: the two trees split the work and the links' load.",
          "NCCL's double binary tree sends every byte twice, once in each tree, for safety.",
          "each tree carries half of the buffer; together they move it once."),
-        (f"Over {link.title} ({rate(link.unidir_Bps)}) the tree wins for small messages on many ranks and the ring "
+        (f"Across {ring_where(link, n)} (B = {rate(ring_link_Bps(link, n))}) the tree wins for small messages "
+         "on many ranks and the ring "
          "for large ones: the crossover of chapter 6.", "latency favours the tree, bandwidth the ring.",
          "The tree wins at every size once there are enough ranks.",
          "the plain tree's bandwidth term does not shrink with N; for large buffers the ring (or a pipelined tree) "

@@ -5,20 +5,25 @@ import dataclasses
 import math
 
 from commlab import hardware, overlap, units
+from commlab.exercises.bank.ch05 import alpha_step_s
 from commlab.exercises.bank.common import (draw_ranks, duration, num, pick, rate, ratio_mistake, ring_link_Bps,
                                           ring_where)
 from commlab.exercises.model import Exercise, Mistake, Worked
 
-#: inside a server, or across single-GPU servers (each GPU on its own card, B from the cluster model)
-_LINKS = ("nvlink4", "pcie4", "pcie5", "ib-ndr", "roce-400")
+#: the hardware chapter 7 describes: the GPUs of one NVLink 4 server (at most 8), or single-GPU servers each on its
+#: own 400 Gb/s card, B from the book's cluster model (chapter 7's 64 servers on InfiniBand NDR)
+_LINKS = ("nvlink4", "ib-ndr", "roce-400")
+#: how many ranks a question draws: one server's 8 GPUs at most over NVLink, up to 64 servers over a network
+_RANKS = {"nvlink4": (4, 8), "ib-ndr": (8, 16, 32, 64), "roce-400": (8, 16, 32, 64)}
 
 
 def _config(link: hardware.Link, n_ranks: int, n_layers: int, layer_mib: float, backward_s: float,
             cap_mb: float) -> overlap.DDPConfig:
     """A DDP step of identical layers; the first bucket has the same cap as the others (bucket_cap_mb passed). Across
-    servers the ranks are single-GPU servers and B is each one's card as the cluster model drives it."""
+    servers the ranks are single-GPU servers and B is each one's card as the cluster model drives it; alpha is
+    alpha_step, NCCL's cost of one ring step over that kind of link, as chapter 7 takes it (chapter 5's convention)."""
     layers = overlap.uniform_layers(n_layers, int(layer_mib * units.MiB), backward_s)
-    return overlap.DDPConfig(layers=layers, n_ranks=n_ranks, alpha_s=link.latency_s,
+    return overlap.DDPConfig(layers=layers, n_ranks=n_ranks, alpha_s=alpha_step_s(link.name),
                              bw_GBps=ring_link_Bps(link, n_ranks) / 1e9, bucket_cap_mb=cap_mb)
 
 
@@ -46,19 +51,23 @@ def _buckets(rng) -> Worked:
 
 def _bucket_time(rng) -> Worked:
     link = hardware.link(pick(rng, _LINKS))
-    n = draw_ranks(rng, (4, 8, 16, 32))
+    n = draw_ranks(rng, _RANKS[link.name])
     cap_mb = float(pick(rng, (10, 25, 50, 100, 200)))
     cfg = _config(link, n, 4, cap_mb, 1e-3, cap_mb)
     nbytes = int(cap_mb * units.MiB)
     t_s = overlap.ddp.all_reduce_time_s(cfg, nbytes)
-    bw = cfg.bw_GBps * 1e9
+    bw, alpha = cfg.bw_GBps * 1e9, cfg.alpha_s
     question = (f"A full DDP bucket of {num(cap_mb)} MiB is all-reduced with a ring over {ring_where(link, n)} "
-                f"(alpha = {num(link.latency_s * 1e6)} us, B = {rate(bw)} one way). How long does it "
-                "take, in ms?")
+                f"(B = {rate(bw)} one way; a ring step costs alpha_step = {num(alpha * 1e6)} us, NCCL's own figure, "
+                f"though the wire's latency is {num(link.latency_s * 1e6)} us). With t = 2(N-1)(alpha_step + S/(N B)), "
+                "how long does it take, in ms?")
     solution = (f"S = {num(cap_mb)} MiB = {nbytes} bytes (bucket_cap_mb counts MiB). "
-                f"t = 2(N-1)(alpha + S/(N B)) = {2 * (n - 1)} x ({duration(link.latency_s)} + "
+                f"t = 2(N-1)(alpha_step + S/(N B)) = {2 * (n - 1)} x ({duration(alpha)} + "
                 f"{duration(nbytes / (n * bw))}) = {duration(t_s)}.")
     mistakes = (Mistake(units.MB / units.MiB, "MiB read as MB", "bucket_cap_mb is in MiB: 1 MiB = 1,048,576 bytes"),
+                ratio_mistake(overlap.ddp.all_reduce_time_s(dataclasses.replace(cfg, alpha_s=link.latency_s), nbytes),
+                              t_s, "used the wire's latency",
+                              "a step of a real ring costs alpha_step, not the wire's latency (chapter 5)"),
                 ratio_mistake(overlap.ddp.all_reduce_time_s(
                     dataclasses.replace(cfg, bw_GBps=2 * cfg.bw_GBps), nbytes), t_s,
                     "used the bidirectional figure", "each ring step sends one way"))
@@ -68,7 +77,7 @@ def _bucket_time(rng) -> Worked:
 def _step_setup(rng):
     """Identical layers, k layers per bucket, a link: a timeline small enough to draw by hand."""
     link = hardware.link(pick(rng, _LINKS))
-    n = draw_ranks(rng, (4, 8))
+    n = draw_ranks(rng, _RANKS[link.name][:2])
     per_bucket = int(pick(rng, (1, 2, 3)))
     n_buckets = int(pick(rng, (2, 3, 4)))
     layer_mib = float(pick(rng, (4, 8, 16, 32)))
@@ -116,7 +125,7 @@ EXERCISES = (
              "A bucket closes once it reaches bucket_cap_mb (MiB); count whole layers per bucket (chapter 7).",
              _buckets),
     Exercise("ch07.bucket-time", "All-reduce time of one bucket", "ms", 0.02,
-             "Ring all-reduce 2(N-1)(alpha + S/(N B)) with S in MiB as bucket_cap_mb counts (chapter 7).",
+             "Ring all-reduce 2(N-1)(alpha_step + S/(N B)) with S in MiB as bucket_cap_mb counts (chapter 7).",
              _bucket_time),
     Exercise("ch07.exposed", "Exposed communication with buckets", "ms", 0.02,
              "Draw the two streams: each bucket starts at max(ready, previous end); exposed = step - backward "

@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from commlab import hardware, overlap, units
-from commlab.exercises.bank.common import duration, num, pick
+from commlab.exercises.bank.ch05 import alpha_step_s
+from commlab.exercises.bank.common import duration, num, pick, ring_link_Bps, ring_where
 from commlab.exercises.model import Choice, Exercise, Worked, choice_worked
 
 
@@ -23,25 +24,26 @@ def _first_bucket(rng) -> Worked:
 
 
 def _tail(rng) -> Worked:
-    link = hardware.link(pick(rng, ("nvlink4", "ib-ndr", "roce-200")))
-    n = int(pick(rng, (4, 8, 16)))
+    link = hardware.link(pick(rng, ("nvlink4", "ib-ndr", "roce-400")))   # chapter 7's hardware
+    n = int(pick(rng, (4, 8) if link.name == "nvlink4" else (8, 16)))    # one NVLink server, or single-GPU servers
+    alpha_s, bw_GBps = alpha_step_s(link.name), ring_link_Bps(link, n) / 1e9   # chapter 7's alpha_step and B
     per_bucket = int(pick(rng, (1, 2, 4)))
     n_buckets = int(pick(rng, (3, 4, 6)))
     layer_mib = float(pick(rng, (4, 8, 16)))
     probe = overlap.DDPConfig(layers=overlap.uniform_layers(1, int(layer_mib * units.MiB), 1e-3), n_ranks=n,
-                              alpha_s=link.latency_s, bw_GBps=link.unidir_GBps, bucket_cap_mb=layer_mib)
+                              alpha_s=alpha_s, bw_GBps=bw_GBps, bucket_cap_mb=layer_mib)
     bucket_s = overlap.ddp.all_reduce_time_s(probe, int(per_bucket * layer_mib * units.MiB))
     slack = float(pick(rng, (2, 3, 4)))
     backward_s = slack * bucket_s / per_bucket                 # the communication keeps up with the backward
     cfg = overlap.DDPConfig(layers=overlap.uniform_layers(per_bucket * n_buckets, int(layer_mib * units.MiB),
                                                           backward_s),
-                            n_ranks=n, alpha_s=link.latency_s, bw_GBps=link.unidir_GBps,
+                            n_ranks=n, alpha_s=alpha_s, bw_GBps=bw_GBps,
                             bucket_cap_mb=per_bucket * layer_mib)
     timeline = overlap.simulate(cfg)
     serial = overlap.no_overlap(cfg)
     exposed = timeline.exposed_comm_s
     assert abs(exposed - bucket_s) <= 1e-9 * max(1.0, bucket_s), (exposed, bucket_s)
-    stem = (f"DDP on {n} ranks over {link.title}: {n_buckets} buckets of {num(per_bucket * layer_mib)} MiB, each "
+    stem = (f"DDP on {ring_where(link, n)}: {n_buckets} buckets of {num(per_bucket * layer_mib)} MiB, each "
             f"all-reduced in {duration(bucket_s)}; the backward takes {duration(timeline.compute_s)} and makes a "
             f"bucket ready every {duration(per_bucket * backward_s)}. By chapter 7's simulator, how much "
             "communication is left after the backward, and why?")

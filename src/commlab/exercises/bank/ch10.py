@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from commlab import collectives, cost, hardware, parallelism, units
-from commlab.exercises.bank.common import draw_round, duration, num, nvlink_figures, pick, rate, ratio_mistake, size
+from commlab.exercises.bank.common import (draw_round, duration, num, nvlink_figures, pick, rate, ratio_mistake,
+                                          ring_link_Bps, ring_where, size)
 from commlab.exercises.model import Exercise, Mistake, Worked
 from commlab.parallelism import ModelConfig, ParallelConfig
 from commlab.topology.model import Gpu, Topology, nvlink_count
@@ -51,17 +52,21 @@ def _tp_cliff(rng) -> Worked:
     billions, hidden, n_layers = pick(rng, ((7, 4096, 32), (13, 5120, 40), (70, 8192, 80)))
     tp = int(pick(rng, (2, 4, 8)))
     fast = hardware.link(pick(rng, ("nvlink3", "nvlink4", "nvlink5")))
-    slow = hardware.link(pick(rng, ("ib-hdr", "ib-ndr", "ib-xdr", "roce-400")))
+    slow = hardware.link(pick(rng, ("ib-ndr", "roce-400")))
+    slow_Bps = ring_link_Bps(slow, tp)            # single-GPU servers: the card as the cluster model drives it
     model = ModelConfig(n_params=int(billions * 1e9), hidden=hidden, n_layers=n_layers, seq_len=4096)
     traffic = parallelism.tp_traffic(model, ParallelConfig(tp=tp))
-    ratio = traffic.time_s(slow) / traffic.time_s(fast)
+    t_slow = sum(item.calls_per_step * float(cost.ring_all_reduce_time_s(item.nbytes_per_call, tp, slow.latency_s,
+                                                                           slow_Bps)) for item in traffic)
+    ratio = t_slow / traffic.time_s(fast)
     question = (f"Tensor parallelism over {tp} GPUs for a {billions}B model ({n_layers} layers, hidden {hidden}, "
                 f"4096 tokens per micro-batch, BF16): how many times longer do its all-reduces take if the TP group "
-                f"spans nodes over {slow.title} ({rate(slow.unidir_Bps)}, alpha {num(slow.latency_s * 1e6)} us) "
-                f"instead of staying on {fast.title} ({rate(fast.unidir_Bps)}, alpha {num(fast.latency_s * 1e6)} us)?")
+                f"spans {ring_where(slow, tp)} (B = {rate(slow_Bps)} as NCCL drives the card, alpha "
+                f"{num(slow.latency_s * 1e6)} us) instead of staying on {fast.title} ({rate(fast.unidir_Bps)}, alpha "
+                f"{num(fast.latency_s * 1e6)} us)?")
     solution = (f"{len(traffic) * traffic.items[0].calls_per_step} all-reduces of "
                 f"{size(model.activation_nbytes)} per step: {duration(traffic.time_s(fast))} on {fast.title}, "
-                f"{duration(traffic.time_s(slow))} on {slow.title}: {num(ratio)}x. That is why TP stays in the "
+                f"{duration(t_slow)} across the servers: {num(ratio)}x. That is why TP stays in the "
                 "NVLink domain while PP (one activation send per micro-batch) can cross nodes.")
     mistakes = (ratio_mistake(1 / ratio, ratio, "ratio upside down", "divide the slow link's time by the fast one's"),
                 ratio_mistake(2 * ratio, ratio, "one link counted both ways",
@@ -92,21 +97,24 @@ def _nccl_health(rng) -> Worked:
 
 
 def _ib_vs_roce(rng) -> Worked:
-    """Both networks at NCCL's own per-hop latency (tuning.cc hwLat, NET row, Ring/LL): NCCL charges an
-    InfiniBand hop and a RoCE hop the same, so only the port rates can differ."""
+    """Both networks at NCCL's own per-hop latency: tuning.cc's hwLat has one NET row for InfiniBand and RoCE, and
+    with one GPU per node (NCCL 2.23 on, "latencies are fully exposed") it charges every algorithm the tree's network
+    hop, 5 us for LL; so only the port rates can differ. InfiniBand NDR against RoCE at 100 or 200 Gb/s: rates that
+    differ, and that one GPU's PCIe link can drive (an 800 Gb/s XDR port would outrun an H100's PCIe 5.0 x16)."""
     from commlab.tuner import nccl_constants
 
-    ib = hardware.link(pick(rng, ("ib-ndr", "ib-xdr")))              # port rates that differ from the RoCE ones
+    ib = hardware.link("ib-ndr")
     roce = hardware.link(pick(rng, ("roce-100", "roce-200")))
     n = int(pick(rng, (8, 16, 32, 64)))
     nbytes = float(pick(rng, (100_000, 1e6, 1e7)))                   # sizes where both terms count
-    alpha_s = nccl_constants.HW_LAT_US[("net", "Ring", "LL")] * 1e-6
+    alpha_s = nccl_constants.HW_LAT_US[("net", "Tree", "LL")] * 1e-6    # one GPU per node: the tree's NET hop
     t_ib = float(cost.ring_all_reduce_time_s(nbytes, n, alpha_s, ib.unidir_Bps))
     t_roce = float(cost.ring_all_reduce_time_s(nbytes, n, alpha_s, roce.unidir_Bps))
     question = (f"A ring all-reduce of {size(nbytes)} across {n} nodes, one GPU and one port each: how many times "
                 f"longer does it take on {roce.title} ({rate(roce.unidir_Bps)}) than on {ib.title} "
                 f"({rate(ib.unidir_Bps)})? Take NCCL's per-hop network latency for both, alpha = "
-                f"{num(alpha_s * 1e6)} us (its tuner charges InfiniBand and RoCE hops the same).")
+                f"{num(alpha_s * 1e6)} us (with one GPU per node its tuner charges every algorithm the tree's "
+                "network hop, the same for InfiniBand and RoCE).")
     solution = (f"t = 2(N-1)(alpha + S/(N B)): {duration(t_roce)} vs {duration(t_ib)}, ratio {num(t_roce / t_ib)}. "
                 "With the same alpha only the port rates differ: a small all-reduce is latency-bound and takes "
                 "about as long on both; a large one follows the bandwidth ratio. What separates the two networks "
