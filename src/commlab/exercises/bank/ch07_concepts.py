@@ -54,9 +54,9 @@ def _tail(rng) -> Worked:
                     "that is DDP without overlap; with it, every bucket but the last runs during the backward."),
              Choice("Nothing: overlap hides all communication",
                     "the last bucket becomes ready when the backward ends, so nothing is left to hide it behind."),
-             Choice(f"{duration(bucket_s)}, the first bucket's all-reduce, which waits for the bucket to fill",
-                    "the first bucket starts early, while most of the backward is still to come; it is the last one "
-                    "that is exposed.")]
+             Choice(f"{duration(per_bucket * backward_s)}: the time the first bucket waits to fill, added once",
+                    "filling a bucket is the backward itself, not communication; the first bucket's all-reduce starts "
+                    "early, while most of the backward is still to come, and it is the last one that is exposed.")]
     return choice_worked(rng, stem, right, wrong, f"Exposed = step - backward = {duration(exposed)}, one bucket's "
                          "all-reduce.", params={"link": link.name, "n": n})
 
