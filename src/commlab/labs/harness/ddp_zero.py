@@ -147,8 +147,8 @@ def train_zero1(fn, spec: ModelSpec, batches, gate, lr: float) -> dict:
             p.grad = None
         params.append(_params(model))
     state = getattr(optimizer, "state", None)
-    if not hasattr(state, "values"):
+    if state is None or not hasattr(state, "values"):
         return {"problem": f"the second value zero1 returns must be a torch optimizer, got {optimizer!r}"}
-    nbytes = sum(t.numel() * t.element_size() for s in state.values() for key, t in s.items()
+    nbytes = sum(int(t.numel() * t.element_size()) for s in state.values() for key, t in s.items()
                  if key != "step" and isinstance(t, torch.Tensor))
     return {"params": params, "state_nbytes": int(nbytes)}

@@ -6,6 +6,7 @@ carrying this rank's own gradients (the grader computes them itself)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from commlab.labs.checks.ddp_zero.buckets import bucket_words, expected_buckets
 from commlab.labs.checks.ddp_zero.case import LR, Case, gate_factors, param_nbytes
@@ -22,7 +23,7 @@ class Reduce:
     async_op: bool
     early: bool            # it arrived before the backward reached the first layer
     waited: bool           # not asynchronous, or its handle waited before the optimizer step
-    sent: object           # the tensor it carried
+    sent: Any              # the tensor it carried (torch.Tensor), or None
 
 
 def _reduces(step) -> list[Reduce]:
@@ -146,7 +147,7 @@ def overlap_in_group(rank: int, n_ranks: int, fn, case: Case) -> dict:
 
 def buckets_in_group(rank: int, n_ranks: int, fn, case: Case) -> dict:
     """Inside a rank: the learner's ``bucketed_ddp`` at each of the case's caps, on fresh models."""
-    found = {"rank": rank, "backend": "gloo", "problem": "", "details": {"buckets": []}}
+    found: dict = {"rank": rank, "backend": "gloo", "problem": "", "details": {"buckets": []}}
     nbytes = param_nbytes(case.model())
     names = [n for n, _ in case.model().named_parameters()]
     for cap in case.caps:

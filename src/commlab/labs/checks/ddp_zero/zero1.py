@@ -81,7 +81,7 @@ def zero1_in_group(rank: int, n_ranks: int, fn, case: Case) -> dict:
     start = {n: p.detach() for n, p in case.model().named_parameters()}
     n_params = sum(t.numel() for t in start.values())
     formula = zero1_state_formula_bytes(n_params, n_ranks)
-    found = {"rank": rank, "backend": "gloo", "problem": "",
+    found: dict = {"rank": rank, "backend": "gloo", "problem": "",
              "details": {"state_nbytes": [], "formula_nbytes": formula, "n_params": n_params,
                          "unsharded_nbytes": ADAM_STATE_BYTES_PER_PARAM * n_params,
                          "calls": [(e["name"], nbytes_of(e)) for _, e in records[0].calls]}}
