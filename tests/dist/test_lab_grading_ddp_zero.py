@@ -189,10 +189,50 @@ EVE = textwrap.dedent('''
 ''')
 
 
+#: an honest ZeRO-1 with the list forms of the collectives (reduce_scatter of chunks, all_gather into a list) and a
+#: barrier: the relay carries them, and writes the results back into the student's tensors
+ZOE = textwrap.dedent('''
+    import math
+
+
+    def zero1(model, lr):
+        import torch
+        import torch.distributed as dist
+
+        world, rank = dist.get_world_size(), dist.get_rank()
+        params = list(model.parameters())
+        total = sum(p.numel() for p in params)
+        shard = math.ceil(total / world)
+        flat = torch.zeros(shard * world)
+        flat[:total] = torch.cat([p.detach().reshape(-1) for p in params])
+        mine = torch.nn.Parameter(flat[rank * shard:(rank + 1) * shard].clone())
+        optimizer = torch.optim.Adam([mine], lr=lr)
+
+        def step():
+            grads = torch.zeros(shard * world)
+            grads[:total] = torch.cat([p.grad.reshape(-1) for p in params])
+            out = torch.empty(shard)
+            dist.reduce_scatter(out, list(grads.chunk(world)))
+            mine.grad = out / world
+            optimizer.step()
+            pieces = [torch.empty(shard) for _ in range(world)]
+            dist.all_gather(pieces, mine.detach())
+            dist.barrier()
+            whole = torch.cat(pieces)
+            offset = 0
+            with torch.no_grad():
+                for p in params:
+                    p.copy_(whole[offset:offset + p.numel()].view_as(p))
+                    offset += p.numel()
+
+        return step, optimizer
+''')
+
+
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("ddp-zero-class")
-    students = {"ada": _helpers().honest_source("ddp_zero"), "bob": BOB, "eve": EVE,
+    students = {"ada": _helpers().honest_source("ddp_zero"), "bob": BOB, "eve": EVE, "zoe": ZOE,
                 "mallory": "from commlab.labs.solutions.ddp_zero import *  # noqa\n"}
     for name, text in students.items():
         (root / name).mkdir()
@@ -234,6 +274,11 @@ def test_a_forged_record_of_the_collectives_fails_on_what_the_relay_saw(graded):
     assert not graded["eve"]["overlapped_ddp (drawn)"]["passed"]
     assert "missing from the module handed in" in graded["eve"]["zero1"]["problem"] or \
         "not written yet" in graded["eve"]["zero1"]["problem"]
+
+
+def test_the_list_forms_of_the_collectives_and_a_barrier_are_carried(graded):
+    for name in ("zero1", "zero1 (drawn)"):
+        assert graded["zoe"][name]["passed"], graded["zoe"][name]["problem"]
 
 
 def test_importing_the_reference_is_refused(graded):
