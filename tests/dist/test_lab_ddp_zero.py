@@ -292,7 +292,9 @@ def test_naive_mistakes_are_named(fn, words):
 
 def test_a_hang_names_the_rank_and_the_call():
     outcome = checks.check_allreduce_gradients(hangs_on_rank_0, timeout_s=5)
-    assert not outcome.ok and "deadlock" in outcome.problem and "dist.all_reduce" in outcome.problem, outcome.problem
+    assert not outcome.ok and "deadlock" in outcome.problem and "rank 1 in dist.all_reduce" in outcome.problem, \
+        outcome.problem
+    assert "rank 0 in waiting_for_the_other_ranks" in outcome.problem, outcome.problem    # its code had returned
 
 
 @pytest.mark.parametrize("fn, words", [

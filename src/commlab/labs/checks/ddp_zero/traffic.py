@@ -118,11 +118,11 @@ def run_learner(fn, harness: str, factors, *args, **kwargs) -> tuple[dict, list]
         log = []
         with Recorder(log):
             result = bind(harness, fn)(*args, gate=LocalGate(factors, log), **kwargs)
-    wait_for_every_rank()
+    waiting_for_the_other_ranks()
     return result, log
 
 
-def wait_for_every_rank(poll_s: float = 0.01) -> None:
+def waiting_for_the_other_ranks(poll_s: float = 0.01) -> None:
     """Wait until every rank's learner code returned, on the group's store rather than on gloo: a rank whose
     code made fewer collectives than its peers then waits here (a deadlock the check names with each rank's
     call) instead of meeting their collective with another one, which gloo ends with an abort."""
