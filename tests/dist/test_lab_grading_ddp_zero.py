@@ -285,3 +285,15 @@ def test_importing_the_reference_is_refused(graded):
     rows = graded["mallory"]
     assert rows and not any(r["passed"] for r in rows.values())
     assert all("No module named 'commlab.labs.solutions'" in r["problem"] for r in rows.values()), rows
+
+
+def test_the_relay_answers_a_harness_gate_and_records_it_only_for_a_harnessed_call():
+    from commlab.labs.remote import Relay
+
+    relay = Relay(True, (1.5, 0.75), keep_log=True)
+    assert relay.run({"dist": "mark", "args": ["step", 1]}, {}) == {"ok": True}
+    assert relay.run({"dist": "gate", "args": [1]}, {}) == {"factor": 0.75}
+    assert "refused" in relay.run({"dist": "gate", "args": [2]}, {})             # no factor drawn for that step
+    assert relay.log == [{"kind": "mark", "what": "step", "step": 1}, {"kind": "gate", "step": 1}]
+    plain = Relay(True)                                                          # another lab's call: nothing kept
+    assert "refused" in plain.run({"dist": "mark", "args": ["step", 0]}, {}) and plain.log == []

@@ -27,6 +27,10 @@ from commlab.labs import wire
 
 #: What the sandbox's answer of a call may take beyond the call itself, seconds.
 CONNECT_TIMEOUT_S = 30.0
+#: The most entries the relay's record of one harnessed call holds (further requests are refused), and the most
+#: bytes of tensors it keeps (beyond them a call's tensors are not kept, and the check reading them fails it).
+MAX_LOG_ENTRIES = 100_000
+MAX_LOG_BYTES = 256 * 2**20
 
 
 class GradingTimeout(BaseException):
@@ -233,6 +237,7 @@ class Relay:
         self.gate_factors = tuple(gate_factors)
         self.keep_log = keep_log                 # a harnessed call: its checks read the record
         self.log: list[dict] = []                # every call, wait, gate and mark, in the order they came
+        self.log_bytes = 0
         self.works: dict[int, tuple] = {}
         self.failed: dict[int, str] = {}         # posted requests that failed, told when waited on
         self.ids = itertools.count(-1, -1)       # this side's numbers (the sandbox's are >= 0)
@@ -261,6 +266,8 @@ class Relay:
 
     def _run(self, request: dict, tracers: dict) -> dict:
         name = request.get("dist")
+        if self.keep_log and len(self.log) >= MAX_LOG_ENTRIES:
+            return {"refused": f"more than {MAX_LOG_ENTRIES} torch.distributed calls in one graded call"}
         try:
             if name == "wait":
                 return self.wait(int(request["handle"]))
@@ -322,8 +329,10 @@ class Relay:
                 self.sent[(int(dst), args[0].numel())] += 1
         posted = next(self.ids) if name in ("isend", "irecv") or kwargs.get("async_op") else None
         if self.keep_log:
+            kept = [t for t in tensors if isinstance(t, torch.Tensor)]
+            self.log_bytes += sum(t.numel() * t.element_size() for t in kept)
             self.log.append({"kind": "call", "name": name, "async": posted is not None, "handle": posted,
-                             "inputs": [t.detach().clone() for t in tensors if isinstance(t, torch.Tensor)]})
+                             "inputs": [t.detach().clone() for t in kept] if self.log_bytes <= MAX_LOG_BYTES else []})
         value = getattr(dist, name)(*args, **kwargs)
         written = [] if name in ("send", "isend", "barrier", "monitored_barrier") else tensors   # what comes back
         if posted is not None:
@@ -348,6 +357,8 @@ class Relay:
         """A harness's question (:mod:`commlab.labs.harness`): "gate" (step) is answered with the factor the
         grader drew for that step, "mark" (what, step) only noted; both go into the log where they came."""
         step = args[-1] if args and isinstance(args[-1], int) and not isinstance(args[-1], bool) else -1
+        if not self.keep_log:
+            return {"refused": f"no harness asked for a {name} in this call"}
         if name == "mark":
             self.log.append({"kind": "mark", "what": str(args[0]) if args else "", "step": step})
             return {"ok": True}
