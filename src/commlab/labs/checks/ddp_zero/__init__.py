@@ -34,12 +34,12 @@ __all__ = ["ADAM_LR", "ADAM_STATE_BYTES_PER_PARAM", "ATOL", "BATCH", "BUCKET_CAP
            "check_accumulate_gradients", "check_allreduce_gradients", "check_bucketed_ddp", "check_overlapped_ddp",
            "check_zero1", "drawn_case", "expected_buckets", "expected_forward_buckets", "judge", "lab_model",
            "naive_in_group", "overlap_in_group", "param_nbytes", "strict_buckets", "timeline_in_group",
-           "zero1_in_group", "zero1_state_formula_bytes"]
+           "zero1_in_group", "zero1_state_formula_bytes", "IN_GROUP", "drawn_accumulate_gradients",
+           "drawn_allreduce_gradients", "drawn_bucketed_ddp", "drawn_overlapped_ddp", "drawn_zero1"]
 
-#: The rank function of each task, and the ranks its public check starts.
-IN_GROUP = {"allreduce_gradients": (naive_in_group, 3), "overlapped_ddp": (overlap_in_group, 2),
-            "bucketed_ddp": (buckets_in_group, 2), "accumulate_gradients": (accumulation_in_group, 2),
-            "zero1": (zero1_in_group, 3)}
+#: The rank function of each task: ``in_group(rank, n_ranks, fn, case) -> findings`` (judged by :func:`judge`).
+IN_GROUP = {"allreduce_gradients": naive_in_group, "overlapped_ddp": overlap_in_group,
+            "bucketed_ddp": buckets_in_group, "accumulate_gradients": accumulation_in_group, "zero1": zero1_in_group}
 
 
 def judge(values: list) -> Outcome:
@@ -60,8 +60,7 @@ def _check(task: str, fn, case: Case, timeout_s: float) -> Outcome:
 
     from commlab.labs.checking import run_checked
 
-    in_group, _ = IN_GROUP[task]
-    outcome = run_checked(in_group, case.n_ranks, fn, case, what=f"{task} on {case.n_ranks} ranks",
+    outcome = run_checked(IN_GROUP[task], case.n_ranks, fn, case, what=f"{task} on {case.n_ranks} ranks",
                           timeout_s=timeout_s, backend="gloo")
     return judge(outcome.rank_values) if outcome.ok else outcome
 
