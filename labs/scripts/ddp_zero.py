@@ -63,16 +63,9 @@ def worker(rank: int, n_ranks: int, code, caps: tuple[int, ...], profile: bool =
 
     if dist.get_backend() != "gloo":
         raise RuntimeError("this lab's checks run on the CPU with gloo; start it with --backend gloo")
+    judged = {task: checks.judge([in_group(rank, n_ranks, code.function(task), checks.Case(n_ranks, caps=caps))])
+              for task, in_group in checks.IN_GROUP.items()}
     fn = code.function
-    judged = {
-        "allreduce_gradients": checks.judge_naive([checks.ddp_in_group(rank, n_ranks, "naive",
-                                                                       fn("allreduce_gradients"))]),
-        "overlapped_ddp": checks.judge_overlap([checks.ddp_in_group(rank, n_ranks, "overlap", fn("overlapped_ddp"))]),
-        "bucketed_ddp": checks.judge_buckets([checks.buckets_in_group(rank, n_ranks, fn("bucketed_ddp"), caps)], caps),
-        "accumulate_gradients": checks.judge_accumulation([checks.accumulation_in_group(rank, n_ranks,
-                                                                                        fn("accumulate_gradients"))]),
-        "zero1": checks.judge_zero1([checks.zero1_in_group(rank, n_ranks, fn("zero1"))], n_ranks),
-    }
     events = (checks.timeline_in_group(rank, n_ranks, fn("allreduce_gradients"), fn("overlapped_ddp"))
               if profile else None)
     return {"rank": rank, "n_ranks": n_ranks, "problems": {k: o.problem for k, o in judged.items()},

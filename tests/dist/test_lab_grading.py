@@ -51,15 +51,11 @@ def commlab(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess:
 GRADED = tuple(lab for lab in registry.LABS if not lab.not_graded)
 
 
-def test_a_lab_the_sandbox_cannot_carry_is_skipped_with_its_reason(tmp_path):
-    skipped = [lab for lab in registry.LABS if lab.not_graded]
-    assert [lab.name for lab in skipped] == ["ddp_zero"]
-    write(tmp_path / "ada", "ddp_zero", right("ddp_zero"))
-    done = commlab("check", "ddp_zero", "--mine", str(tmp_path / "ada"), "--json")
-    rows = json.loads(done.stdout)["results"]
-    assert done.returncode == 1 and len(rows) == len(skipped[0].tasks)            # not passed: not graded
-    assert all(r["status"] == "skipped" and "not graded by labs check" in r["problem"] and "ddp_zero.ipynb" in
-               r["problem"] for r in rows), rows
+def test_every_lab_is_graded_in_the_sandbox():
+    """No lab is left to its notebook: ddp_zero, whose checks hand a live model across, runs through its harness
+    (tests/dist/test_lab_grading_ddp_zero.py)."""
+    assert [lab.name for lab in registry.LABS if lab.not_graded] == []
+    assert "ddp_zero" in {lab.name for lab in GRADED}
 
 
 def test_a_learner_with_every_lab_right_passes_every_task(tmp_path, no_child_left):

@@ -27,6 +27,10 @@ from commlab.labs import wire
 
 #: What the sandbox's answer of a call may take beyond the call itself, seconds.
 CONNECT_TIMEOUT_S = 30.0
+#: The most entries the relay's record of one harnessed call holds (further requests are refused), and the most
+#: bytes of tensors it keeps (beyond them a call's tensors are not kept, and the check reading them fails it).
+MAX_LOG_ENTRIES = 100_000
+MAX_LOG_BYTES = 256 * 2**20
 
 
 class GradingTimeout(BaseException):
@@ -107,12 +111,22 @@ class RemoteFunction:
         self.__name__ = self.__qualname__ = name
         self.channel = channel
         self.params = params
+        self.harness: str | None = None        # a harness of commlab.labs.harness runs the function
+        self.gate_factors: tuple = ()          # the harness's gate's answers (see Relay.gate)
+        self.traffic: list = []                # the relay's record of the last call (Relay.log)
         signature = _signature(params) if params is not None else None
         if signature is not None:
             self.__signature__ = signature
 
     def __repr__(self) -> str:
         return f"<the student's {self.__name__}>"
+
+    def harnessed(self, harness: str, gate_factors=()) -> RemoteFunction:
+        """This function run in its sandbox by the grader's harness ``harness`` (:mod:`commlab.labs.harness`):
+        calling the copy calls ``harness(student_fn, *args)`` there; its ``traffic`` is then the relay's record."""
+        copy = RemoteFunction(self.__name__, self.channel, self.params)
+        copy.harness, copy.gate_factors = harness, tuple(float(f) for f in gate_factors)
+        return copy
 
     def __call__(self, *args, **kwargs):
         import pickle
@@ -123,12 +137,14 @@ class RemoteFunction:
 
             if dist.is_available() and dist.is_initialized():
                 rank, world = dist.get_rank(), dist.get_world_size()
-                relay = Relay(self.channel.collectives)
+                relay = Relay(self.channel.collectives, self.gate_factors, keep_log=bool(self.harness))
         tracers: dict = {}
         sent_args = _stand_ins(args, tracers)
         with self.channel.connect(rank) as sock:
             request = {"op": "call", "fn": self.__name__, "rank": rank, "world": world,
                        "args": pickle.dumps((sent_args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)}
+            if self.harness:
+                request["harness"] = self.harness
             wire.send_frame(sock, "P", pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
             try:
                 while True:
@@ -170,6 +186,7 @@ class RemoteFunction:
                     if isinstance(final, torch.Tensor) and orig.shape == final.shape:
                         orig.copy_(final.to(orig.dtype))
         if relay is not None:
+            self.traffic = relay.log
             relay.finish(tracers)
         return answer["return"]
 
@@ -215,8 +232,12 @@ _COLLECTIVES = ("broadcast", "all_reduce", "reduce", "all_gather", "all_gather_i
 class Relay:
     """The grader's rank running a student's torch.distributed calls on its own group, and their record."""
 
-    def __init__(self, collectives: bool):
+    def __init__(self, collectives: bool, gate_factors=(), keep_log: bool = False):
         self.collectives = collectives
+        self.gate_factors = tuple(gate_factors)
+        self.keep_log = keep_log                 # a harnessed call: its checks read the record
+        self.log: list[dict] = []                # every call, wait, gate and mark, in the order they came
+        self.log_bytes = 0
         self.works: dict[int, tuple] = {}
         self.failed: dict[int, str] = {}         # posted requests that failed, told when waited on
         self.ids = itertools.count(-1, -1)       # this side's numbers (the sandbox's are >= 0)
@@ -234,6 +255,9 @@ class Relay:
             if "handles" in answer:
                 for mine, theirs in zip(answer["handles"], posted):
                     self.works[theirs] = self.works.pop(mine)
+                    for entry in self.log:
+                        if entry.get("handle") == mine:
+                            entry["handle"] = theirs
             else:
                 for theirs in posted:
                     self.failed[theirs] = answer.get("refused", "the request was not posted")
@@ -242,11 +266,15 @@ class Relay:
 
     def _run(self, request: dict, tracers: dict) -> dict:
         name = request.get("dist")
+        if self.keep_log and len(self.log) >= MAX_LOG_ENTRIES:
+            return {"refused": f"more than {MAX_LOG_ENTRIES} torch.distributed calls in one graded call"}
         try:
             if name == "wait":
                 return self.wait(int(request["handle"]))
             if name == "record":
                 return self._record(request, tracers)
+            if name in ("gate", "mark"):
+                return self.gate(name, list(request.get("args") or []))
             if name in _COLLECTIVES and not self.collectives:
                 return {"refused": f"dist.{name} is a collective: this task is built from send and receive alone, "
                                    "so the grader refuses collectives in it"}
@@ -299,12 +327,17 @@ class Relay:
             dst = kwargs.get("dst", args[1] if len(args) > 1 else None)
             if isinstance(args[0], torch.Tensor) and dst is not None:
                 self.sent[(int(dst), args[0].numel())] += 1
+        posted = next(self.ids) if name in ("isend", "irecv") or kwargs.get("async_op") else None
+        if self.keep_log:
+            kept = [t for t in tensors if isinstance(t, torch.Tensor)]
+            self.log_bytes += sum(t.numel() * t.element_size() for t in kept)
+            self.log.append({"kind": "call", "name": name, "async": posted is not None, "handle": posted,
+                             "inputs": [t.detach().clone() for t in kept] if self.log_bytes <= MAX_LOG_BYTES else []})
         value = getattr(dist, name)(*args, **kwargs)
         written = [] if name in ("send", "isend", "barrier", "monitored_barrier") else tensors   # what comes back
-        if name in ("isend", "irecv") or kwargs.get("async_op"):
-            handle = next(self.ids)
-            self.works[handle] = (value, written)
-            return {"handles": [handle], "indices": [list(range(len(written)))]}
+        if posted is not None:
+            self.works[posted] = (value, written)
+            return {"handles": [posted], "indices": [list(range(len(written)))]}
         return {"tensors": written, "value": value if isinstance(value, (int, type(None))) else None}
 
     def wait(self, handle: int) -> dict:
@@ -313,10 +346,26 @@ class Relay:
             return {"refused": self.failed.pop(handle)}
         if handle not in self.works:
             return {"refused": f"no request {handle} to wait on"}
+        if self.keep_log:
+            self.log.append({"kind": "wait", "handle": handle})
         work, tensors = self.works[handle]
         if work is not None:
             work.wait()
         return {"tensors": tensors}
+
+    def gate(self, name: str, args: list) -> dict:
+        """A harness's question (:mod:`commlab.labs.harness`): "gate" (step) is answered with the factor the
+        grader drew for that step, "mark" (what, step) only noted; both go into the log where they came."""
+        step = args[-1] if args and isinstance(args[-1], int) and not isinstance(args[-1], bool) else -1
+        if not self.keep_log:
+            return {"refused": f"no harness asked for a {name} in this call"}
+        if name == "mark":
+            self.log.append({"kind": "mark", "what": str(args[0]) if args else "", "step": step})
+            return {"ok": True}
+        if not 0 <= step < len(self.gate_factors):
+            return {"refused": "no gate of that step in this call"}
+        self.log.append({"kind": "gate", "step": step})
+        return {"factor": self.gate_factors[step]}
 
     def finish(self, tracers: dict) -> None:
         """After a call: every message the tracer recorded must have been sent (to that rank, of that size)."""

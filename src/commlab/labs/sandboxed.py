@@ -102,6 +102,17 @@ def _relay(name: str, args: tuple, kwargs: dict):
     return reply.get("value")
 
 
+def ask(kind: str, *args) -> dict:
+    """A question of the grader's harness (:mod:`commlab.labs.harness`) to the grader, e.g. ("gate", step): the
+    grader's answer (it records the question where it falls among the relayed calls)."""
+    sock = _conn()
+    wire.send_value(sock, {"dist": kind, "args": list(args), "kwargs": {}})
+    reply = _reply(sock)
+    if "refused" in reply:
+        raise RuntimeError(reply["refused"])
+    return reply
+
+
 class Work:
     """The stand-in of a torch.distributed request: ``wait()`` asks the grader to finish it."""
 
@@ -222,6 +233,10 @@ def _answer_call(module, request: dict) -> dict:
         return {"missing": name}
     args, kwargs = pickle.loads(request["args"])
     args = _with_tracers(args)
+    if request.get("harness"):                 # the grader's harness runs the function (a training step)
+        from commlab.labs import harness
+
+        fn = harness.bind(str(request["harness"]), fn)
     if request.get("world"):
         _STATE.update(rank=request["rank"], world=request["world"])
     tensors: list = []
@@ -309,4 +324,5 @@ def main(channels: str, lab: str, module_path: str, world: int) -> int:
 
 
 if __name__ == "__main__":
+    sys.modules["commlab.labs.sandboxed"] = sys.modules[__name__]   # the harness's ask() reaches this copy
     sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
