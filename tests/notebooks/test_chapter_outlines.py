@@ -122,3 +122,27 @@ def test_anchors_are_the_ones_nbconvert_writes():
     nbconvert_strings = pytest.importorskip("nbconvert.filters.strings")
     for text in ("6.5 Ring or tree? The crossover", "Gb/s or GB/s: two traps", "The alpha-beta model"):
         assert outline.heading_anchor(text) == nbconvert_strings._convert_header_id(text)
+
+
+_NUMBERED = re.compile(r"^(\d+)\.(\d+)\s")
+
+
+def numbering_gaps(nb, chapter: int) -> list[str]:
+    """Numbered sections of chapter ``chapter`` ("## 9.4 ...") that skip a number or repeat one: a section that
+    went missing leaves its number's gap even when its manifest was regenerated after it went."""
+    numbers = [int(m.group(2)) for h in outline.headings(nb) if h["level"] == 2
+               for m in [_NUMBERED.match(h["text"])] if m and int(m.group(1)) == chapter]
+    return [f"section {chapter}.{want} is missing (found {chapter}.{got} where {chapter}.{want} belongs)"
+            for want, got in enumerate(numbers, start=1) if got != want][:1]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_numbered_sections_run_without_a_gap(path):
+    if not path.stem[:2].isdigit():
+        pytest.skip(f"{path.name} has no chapter number")
+    assert numbering_gaps(nbformat.read(path, as_version=4), int(path.stem[:2])) == []
+
+
+def test_a_lost_section_leaves_a_gap_the_test_names():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"## 9.{k} Part {k}") for k in (1, 2, 3, 5)])
+    assert numbering_gaps(nb, 9) == ["section 9.4 is missing (found 9.5 where 9.4 belongs)"]
