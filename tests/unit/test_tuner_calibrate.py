@@ -208,6 +208,31 @@ def test_a_two_node_sendrecv_calibrates_what_a_nic_delivers():
     assert small.fit.machine.nodes == 2 and small.fit.collective == "sendrecv"
 
 
+def test_a_one_node_calibration_says_what_it_cannot_carry_to_a_run_across_nodes():
+    """Calibrated on one node, a 10-node prediction names the two quantities it rests on that the small run could not
+    show: the ring all-gather's network steps (nNodes - 1 = 9, tuning.cc:411, at NCCL's own hwLat[NET][Ring][LL128]
+    of 4 us, tuning.cc:163) with their share of the predicted time, and the NIC at its port speed; the JSON carries
+    them. A 2-node calibration, which saw the network, carries them and says nothing."""
+    desc = parse_machine("gpu=h100,gpus_per_node=8,nics_per_node=8,nic_Gbps=400,net=ib")
+    target = HELD / "25_all_gather_H100-IB-10node-cluster01_80r.txt"
+    text = target.read_text(encoding="utf-8")
+    log = parse_log(text)
+    s = np.array([r.size_bytes for r in log.rows if r.size_bytes > 0], dtype=float)
+    m = C.machine_at(desc, log.n_ranks, "the log")
+    one = read_small_run(str(HELD / "28_all_gather_H100-1node-cluster01_8r.txt"), desc)
+    p = predict_log(log, text, s, m, one)
+    hop, nic = p.not_carried
+    assert p.prediction.pairs()[0] == "Ring/LL128"
+    share = 9 * 4.0 / (p.prediction.time_s[0] * 1e6)          # the smallest size has the largest latency share
+    assert hop.startswith("net_hop_us:") and "crosses the network 9 times (9 x 4 us" in hop, hop
+    assert f"{100 * share:.0f}% of the predicted time at 32 MiB" in hop, hop
+    assert nic.startswith("nic_delivered_Gbps:") and "400 Gb/s" in nic
+    assert p.to_json()["calibration"]["not_carried"] == [hop, nic]
+    assert any(n.startswith("--calibrate-from does not carry net_hop_us") for n in p.notes())
+    two = read_small_run(str(HELD / "30_sendrecv_H100-IB-2node-cluster01_16r.txt"), desc)
+    assert predict_log(log, text, s, m, two).not_carried == ()
+
+
 def test_a_sendrecv_on_one_node_or_without_large_sizes_cannot_calibrate_a_nic():
     m1 = parse_machine("gpu=h100,gpus_per_node=8")
     with pytest.raises(CommlabError, match="sendrecv run on one node: no pair crosses a NIC"):

@@ -188,3 +188,20 @@ def test_the_tree_fill_is_one_chunk_time_per_network_hop_up_and_down():
     p = predict("all_reduce", s, m)
     tree = p.algo == "Tree"
     assert np.all(p.time_s[tree] * 1e6 >= p.nccl_time_us[tree])
+
+
+def test_nvlstree_estimate_takes_the_tree_correction_on_blackwell_x86_only():
+    # v2.30.7-1 tuning.cc:643-646: bw x treeCorrectionFactor[Simple][log2(nBytes / 64)] for NVLSTree all-reduce when
+    # minCompCap >= 100 and the host is x86; the factors are the Tree's row (tuning.cc:623-627), worked here by hand
+    simple = [0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.8, 0.7, 0.6, 0.6, 0.5, 0.5, 0.5, 0.5, 0.6, 0.7, 0.8, 0.7, 0.7, 0.8,
+              0.9, 0.9, 0.9]
+    s = np.array([2.0 ** 20, 2.0 ** 24, 2.0 ** 29, 2.0 ** 31])
+    for desc, corrected in (("gpu=b200,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400,net=ib", True),
+                            ("gpu=gb200,gpus_per_node=4,nodes=2,nics_per_node=4,nic_Gbps=400,net=ib", False),
+                            ("gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=400,net=ib", False)):
+        m = parse_machine(desc)
+        e = nccl_tuning_table("all_reduce", m)[("NVLSTree", "Simple")]
+        p = predict("all_reduce", s, m)
+        factor = np.array([simple[int(np.log2(x / 64))] if np.log2(x / 64) < 24 else 1.0 for x in s])
+        want = e.latency_us + s / (1000.0 * e.algbw_GBps * (factor if corrected else 1.0))
+        assert p.nccl_table[("NVLSTree", "Simple")] == pytest.approx(want), desc

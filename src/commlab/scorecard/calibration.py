@@ -21,7 +21,7 @@ import numpy as np
 from commlab.errors import CommlabError
 from commlab.scorecard.error_bands import HeldOutRun, band_json
 from commlab.tuner.calibrate import (P2P_OPS, CalibrationCheck, CalibrationFit, check_pair, digest_of,
-                                     fit_calibration, fit_nic_from_p2p, machine_at, predict_calibrated,
+                                     fit_calibration, fit_nic_from_p2p, machine_at, not_carried, predict_calibrated,
                                      refuse_own_log)
 from commlab.tuner.generations import GenerationChoice, generation_for, replay
 from commlab.tuner.launch import LaunchShape
@@ -144,6 +144,9 @@ class LogPrediction:
     small_run: SmallRun | None
     check: CalibrationCheck | None
     error_band: dict
+    not_carried: tuple[str, ...] = ()
+    """What the calibration could not carry to this log (a 1-node run for a log across nodes:
+    :func:`commlab.tuner.calibrate.not_carried`)."""
 
     def notes(self) -> list[str]:
         out = []
@@ -151,6 +154,7 @@ class LogPrediction:
             out.append(self.choice.why)
         if self.check is not None and self.check.note():
             out.append(f"--calibrate-from: {self.check.note()}")
+        out += [f"--calibrate-from does not carry {line}" for line in self.not_carried]
         out += self.error_band["outside_checked"]
         return out
 
@@ -161,6 +165,7 @@ class LogPrediction:
             out += ["  " + line for line in self.small_run.fit.text_lines()]
             if self.check is not None and self.check.note():
                 out.append(f"  differs       {self.check.note()}")
+            out += [f"  not carried   {line}" for line in self.not_carried]
         band = self.error_band.get("band")
         if band is not None:
             r = band["measured_over_predicted"]
@@ -173,8 +178,11 @@ class LogPrediction:
 
     def to_json(self) -> dict:
         lo, hi = self.band_interval_us()
+        cal = self.small_run.to_json(self.check) if self.small_run else None
+        if cal is not None:
+            cal["not_carried"] = list(self.not_carried)
         return {"generation": self.choice.to_json(),
-                "calibration": self.small_run.to_json(self.check) if self.small_run else None,
+                "calibration": cal,
                 "error_band": dict(self.error_band, time_us_p10=lo, time_us_p90=hi)}
 
     def band_interval_us(self) -> tuple[list | None, list | None]:
@@ -206,6 +214,8 @@ def predict_log(log, text: str, nbytes, machine: Machine, small_run: SmallRun | 
                                f"cluster's NICs, hop and launches to another size of the same cluster)")
         p = predict_calibrated(log.collective, s, machine, small_run.fit.calibration,
                                launch.gpus_per_thread if launch else 1, choice.generation, launch)
+        gaps = not_carried(small_run.fit, log.collective, machine, p)
+        return LogPrediction(p, choice, small_run, check, band_json(machine, choice.generation.name, s), gaps)
     return LogPrediction(p, choice, small_run, check, band_json(machine, choice.generation.name, s))
 
 

@@ -15,7 +15,9 @@ how the pick runs (:func:`commlab.tuner.generations.replay`, ``run_machine`` and
 across nodes at delivered / port of NCCL's budget, every network hop at the fitted cost, no time below the fitted
 floor. A quantity is fitted only where the run shows it: one node shows no network, so a 1-node run fits the launch
 floor alone and says so; what a NIC delivers then stays the description's port speed, and a network hop what the
-network kind costs (:mod:`commlab.tuner.networks`). A point-to-point run across nodes (nccl-tests' ``sendrecv_perf``,
+network kind costs (:mod:`commlab.tuner.networks`), and a prediction across nodes names both with the share of its
+time they set (:func:`not_carried`: a ring's ``nNodes - 1`` or ``2 (nNodes - 1)`` network steps, the bytes through
+the NICs). A point-to-point run across nodes (nccl-tests' ``sendrecv_perf``,
 :func:`fit_nic_from_p2p`) shows a NIC alone: each rank sends to the next, and a pair that crosses nodes goes through
 one NIC, so from 64 MiB its algorithm bandwidth is what that NIC delivers.
 
@@ -171,9 +173,11 @@ def fit_calibration(op: str, nbytes, time_us, m: Machine, gpus_per_thread: int =
     not_fitted: dict[str, str] = {}
     multi = m.nodes > 1
     if not multi:
-        why = "the calibration run has one node: it shows no network"
-        not_fitted["nic_delivered_Gbps"] = f"{why}, so the description's port speed stands"
-        not_fitted["net_hop_us"] = f"{why}, so what a hop of the description's network kind costs stands"
+        not_fitted["nic_delivered_Gbps"] = ("the calibration run has one node: no byte of it crosses a NIC, so the "
+                                            "description's port speed stands")
+        not_fitted["net_hop_us"] = ("the calibration run has one node: none of its steps crosses the network, so what "
+                                    "a network step costs stays the network kind's (NCCL's hwLat[NET] plus the "
+                                    "plugin's figure)")
     else:
         if not has_bw:
             not_fitted["nic_delivered_Gbps"] = "the calibration log has no size >= 64 MiB"
@@ -244,6 +248,54 @@ def fit_nic_from_p2p(op: str, nbytes, time_us, m: Machine, source: str = "calibr
     median = float(np.median(np.abs(s[big] * 8.0 / (t[big] * 1e3) / nic - 1.0)))
     return CalibrationFit(cal, source, op, m, int(big.sum()), median, {"net_hop_us": why, "launch_us_per_gpu": why},
                           "", digest)
+
+
+def not_carried(fit: CalibrationFit, op: str, m: Machine, p: Prediction) -> tuple[str, ...]:
+    """What a calibration fitted on one node cannot carry to ``p``, a prediction of ``op`` on ``m`` across nodes:
+    one line per quantity the target's time rests on and the small run could not show, with how much of the
+    predicted time it sets (empty where ``fit`` saw the network, or ``m`` is one node).
+
+    * the network steps: the pick's count (:func:`commlab.tuner.table.net_steps`, NCCL's ``nInterSteps``) at what
+      NCCL's table charges one (:func:`commlab.tuner.table.net_step_us`), as a share of the predicted time;
+    * the NIC: the share of the predicted time that is bytes through the network at the port's speed (the time
+      less its latency: what ``nic_scale`` would divide, :func:`commlab.tuner.replay.replay`).
+    """
+    from commlab.tuner.table import net_step_us, net_steps
+
+    if fit.machine.nodes > 1 or m.nodes == 1:
+        return ()
+    s = np.atleast_1d(np.asarray(p.nbytes, dtype=float))
+    t_us = np.atleast_1d(p.time_s) * 1e6
+    out = []
+    hop_share, hop_at, steps_of, k_of = 0.0, 0.0, "", 0
+    for algo, proto in sorted({(str(a), str(q)) for a, q in zip(np.atleast_1d(p.algo), np.atleast_1d(p.proto))}):
+        at = (np.atleast_1d(p.algo) == algo) & (np.atleast_1d(p.proto) == proto) & (t_us > 0)
+        k = net_steps(op, algo, m)
+        step = net_step_us(proto, algo, m, real=True)
+        if not at.any() or k == 0:
+            continue
+        share = k * step / t_us[at]
+        i = int(np.argmax(share))
+        if share[i] > hop_share:
+            hop_share, hop_at, k_of = float(share[i]), float(s[at][i]), k
+            steps_of = f"{algo}/{proto} crosses the network {k} times ({k} x {step:g} us, NCCL's own figure a step)"
+    if steps_of:
+        out.append(f"net_hop_us: a 1-node run has no network step; at {m.nodes} nodes the pick {steps_of}, "
+                   f"{100 * hop_share:.0f}% of the predicted time at {_size(hop_at)}; where a step of this network "
+                   f"costs more, the prediction is short by {k_of} times the difference (a collective across 2 "
+                   f"nodes with sizes from 64 KiB to 64 MiB fits it)")
+    if m.nic_Gbps > 0:
+        out.append(f"nic_delivered_Gbps: a 1-node run has no byte through a NIC; at {m.nodes} nodes the bandwidth "
+                   f"part of the time is taken at the port's {m.nic_Gbps:g} Gb/s: a NIC that delivers x of its port "
+                   f"makes it 1/x longer (a run across 2 nodes from 64 MiB fits it, a sendrecv_perf too)")
+    return tuple(out)
+
+
+def _size(nbytes: float) -> str:
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.4g} {unit}"
+    return f"{nbytes:g} B"
 
 
 def digest_of(text: str) -> str:

@@ -94,6 +94,13 @@ TREE_LL128_FACTOR_ONE_NODE, TREE_LL128_FACTOR_NODES = _NOW.rules["tree_ll128_fac
 
 #: treeCorrectionFactor [proto][log2(nBytes / 64)] for Tree all-reduce, sizes 64 B .. 256 MiB: tuning.cc:623-627
 TREE_CORRECTION = _NOW.tree_correction
+#: NVLSTree all-reduce takes the same treeCorrectionFactor, all 24 entries (log2(nBytes / 64) < 24), on Blackwell
+#: (minCompCap >= 100) with an x86 host only: v2.30.7-1 tuning.cc:643-646 (first in v2.29.2-1, :595)
+NVLSTREE_CORRECTION_MIN_CC = 100
+NVLSTREE_CORRECTION_BELOW = 24
+#: GPUs whose host is NVIDIA Grace (Arm: NCCL_TOPO_CPU_ARCH_ARM), where the NVLSTree correction does not apply;
+#: GB200 and GB300 are Grace-Blackwell superchips (NVIDIA GB200 NVL72 and GB300 NVL72 data sheets)
+ARM_HOST_GPUS = ("gh200", "gb200", "gb300")
 #: Ring/Simple all-reduce across nodes: latency x 1.4 (x 1.9 before sm80) once each rank's share per channel is
 #: >= 64 bytes ("plateau effect of ring"), tuning.cc:647-650
 RING_PLATEAU_FACTOR = MappingProxyType(dict(zip(("pre_sm80", "sm80_up"), _NOW.rules["plateau"])))

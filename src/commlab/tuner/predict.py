@@ -24,7 +24,8 @@ The pieces, with their lines (constants and sources in :mod:`commlab.tuner.nccl_
   hop (25 us) plus one network hop (``tuning.cc:384-435``);
 * enabled: LL128 only over NVLink inside a node (``tuning.cc:518-536``), NVLSTree only across nodes, NVLS
   only on one node without CollNet (``tuning.cc:498-512``);
-* per size: the Tree all-reduce correction factors (``tuning.cc:620-642``) and the ring plateau (latency x 1.4
+* per size: the Tree all-reduce correction factors (``tuning.cc:620-642``; NVLSTree's estimate too on Blackwell
+  with an x86 host, ``:643-646``, :func:`nvlstree_corrected`) and the ring plateau (latency x 1.4
   across nodes, ``tuning.cc:647-650``).
 
 What NCCL's model is, and is not: a ranking made at initialisation, calibrated to pick well, not to time
@@ -106,6 +107,14 @@ def _tree_fill_us(op: str, algo: str, proto: str, e: TuningEntry, s: np.ndarray,
     return hops * chunk * runtime_channels / (1000.0 * e.algbw_GBps)
 
 
+def nvlstree_corrected(m: Machine) -> bool:
+    """Whether NCCL's estimate of an NVLSTree all-reduce on ``m`` takes the tree correction factor: Blackwell and
+    later (``minCompCap >= 100``) on an x86 host (``cpuArch == NCCL_TOPO_CPU_ARCH_X86``), v2.30.7-1 tuning.cc:643-646.
+    The factor changes NCCL's ranking, not how the pick runs: the NVLSTree time keeps the links and the pipeline fill
+    (:func:`_nvls_fill_us`)."""
+    return m.compute_capability >= K.NVLSTREE_CORRECTION_MIN_CC and m.gpu not in K.ARM_HOST_GPUS
+
+
 def _pair_time_us(op: str, algo: str, proto: str, e: TuningEntry, s: np.ndarray, m: Machine,
                   runtime_channels: int, real: bool = False, chunking: Mapping | None = None) -> np.ndarray:
     """ncclTopoGetAlgoTime (tuning.cc:630-655) over an array of sizes; ``real`` adds the pipeline fill NCCL's
@@ -117,6 +126,11 @@ def _pair_time_us(op: str, algo: str, proto: str, e: TuningEntry, s: np.ndarray,
         idx = np.clip(log_size, 0, 22).astype(int)
         corr = np.asarray(K.TREE_CORRECTION[proto])[idx]
         bw = np.where((log_size >= 0) & (log_size < 23), bw * corr, bw)
+    if algo == "NVLSTree" and op == "all_reduce" and not real and nvlstree_corrected(m):
+        log_size = np.floor(np.log2(np.maximum(s, 1) / 64.0))
+        idx = np.clip(log_size, 0, K.NVLSTREE_CORRECTION_BELOW - 1).astype(int)
+        corr = np.asarray(K.TREE_CORRECTION[proto])[idx]
+        bw = np.where((log_size >= 0) & (log_size < K.NVLSTREE_CORRECTION_BELOW), bw * corr, bw)
     if algo == "Ring" and proto == "Simple" and m.nodes > 1 and op == "all_reduce":
         plateau = K.RING_PLATEAU_FACTOR["pre_sm80" if m.compute_capability < 80 else "sm80_up"]
         lat = np.where(s / (runtime_channels * m.n_ranks) >= 64, lat * plateau, lat)

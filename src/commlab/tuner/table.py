@@ -111,23 +111,45 @@ def net_hop_us(proto: str, m: Machine, real: bool) -> tuple[float, float]:
     return net.real_hop_us, net.real_simple_extra_us()
 
 
+def net_step_us(proto: str, algo: str, m: Machine, real: bool = False) -> float:
+    """What NCCL charges one network step of ``algo``/``proto``, us (``interLat``, tuning.cc:387-391): its own
+    ``hwLat[NET]`` (the Tree's row with one GPU a node) plus the net plugin's latency, twice for Simple (or,
+    ``real``, what the hop really costs, :mod:`commlab.tuner.networks`)."""
+    hop, simple_extra = net_hop_us(proto, m, real)
+    inter = K.HW_LAT_US[("net", "Tree" if m.gpus_per_node == 1 else algo, proto)] + hop
+    return inter + simple_extra if proto == "Simple" else inter
+
+
+def net_steps(op: str, algo: str, m: Machine) -> int:
+    """How many network steps NCCL's latency charges one ``op`` with ``algo`` on ``m`` (tuning.cc:411-428): a ring's
+    ``nInterSteps``, ``2 (nNodes - 1)`` for all-reduce and ``nNodes - 1`` for all-gather and reduce-scatter (one
+    for broadcast and reduce, a pipeline); a tree's ``2 log2(nNodes)``; NVLS one; 0 on one node."""
+    nodes = m.nodes
+    if nodes == 1:
+        return 0
+    if algo == "Ring":
+        if op in ("broadcast", "reduce"):
+            return 1
+        return 2 * (nodes - 1) if op == "all_reduce" else nodes - 1
+    if algo == "NVLS":
+        return 1
+    return 2 * log2i(nodes)                                               # Tree, NVLSTree
+
+
 def _latency_us(op: str, algo: str, proto: str, m: Machine, real: bool = False) -> float:
     """tuning.cc:384-435; a network hop adds the net plugin's latency (reported, or ``real``: its true cost)."""
     n, nodes, ppn = m.n_ranks, m.nodes, m.gpus_per_node
     intra_hw = "nvlink" if m.has_nvlink else "pci"
     lat = K.BASE_LAT_US[(algo, proto)]
     intra = K.HW_LAT_US[(intra_hw, algo, proto)]
-    hop, simple_extra = net_hop_us(proto, m, real)
-    inter = K.HW_LAT_US[("net", "Tree" if ppn == 1 else algo, proto)] + hop
-    if proto == "Simple":
-        inter += simple_extra
+    inter = net_step_us(proto, algo, m, real)
     if algo == "Ring":
         hw = intra_hw if nodes == 1 else "net"
         if op in ("broadcast", "reduce"):
             return lat + K.HW_LAT_US[(hw, "Ring", proto)]
         overhead = 0.0 if nodes == 1 else K.NET_OVERHEAD_US[m.cpu] * (3.0 if proto == "Simple" else 1.0)
         intra = max(intra, overhead)
-        inter_steps = 0 if nodes == 1 else 2 * (nodes - 1) if op == "all_reduce" else nodes - 1
+        inter_steps = net_steps(op, algo, m)
         return lat + (ring_steps(op, n) - inter_steps) * intra + inter_steps * inter
     if algo == "Tree":
         return lat + 2 * ((ppn - 1) * intra + log2i(nodes) * inter)
