@@ -98,9 +98,6 @@ _OUTSIDE = {
         "of the same server (shipped log 06); NCCL's figures for the link between CPUs (9 GB/s Skylake UPI in 2.16, "
         "16 GB/s AMD; topo.h) do not bind, and a SYS ring on AMD runs 10x faster (14.9 GB/s, 8 RTX 4090), so "
         "the CPU vendor or path alone cannot give it; no source found gives what does"),
-    13: ("GCP A4 runs Google's gIB plugin with its own tuner config (tuner_config_a4.txtpb, unpublished), which "
-         "picks the protocol per size: up to 512 KiB the curve lies between NCCL's LL and LL128 lines (36-47 us "
-         "against 23 and 45), from 1 MiB on NCCL's Simple line, not the LL128 line NCCL itself would pick"),
     23: _LEGACY + ("every step on a misaligned block takes the slow path: 0.4-0.5 of the ring rate, alternating "
                    "with the parity of count (half or three quarters of the blocks misaligned); the slow path's "
                    "rate is in no source (shipped log 19 shows it only in its slower, out-of-place column), so it is "

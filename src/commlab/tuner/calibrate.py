@@ -278,7 +278,8 @@ def not_carried(fit: CalibrationFit, op: str, m: Machine, p: Prediction) -> tupl
         i = int(np.argmax(share))
         if share[i] > hop_share:
             hop_share, hop_at, k_of = float(share[i]), float(s[at][i]), k
-            steps_of = f"{algo}/{proto} crosses the network {k} times ({k} x {step:g} us, NCCL's own figure a step)"
+            steps_of = (f"{algo}/{proto} crosses the network {k} times ({k} x {step:g} us, what a step of the "
+                        f"description's network kind costs)")
     if steps_of:
         out.append(f"net_hop_us: a 1-node run has no network step; at {m.nodes} nodes the pick {steps_of}, "
                    f"{100 * hop_share:.0f}% of the predicted time at {_size(hop_at)}; where a step of this network "

@@ -37,7 +37,9 @@ out: two chunk times of a (channel, head) pipe, the chunk as ``calcCollChunking`
 without it log 07 at 2-32 MiB runs 25-50% slower than the NVLS line, 4% with it). Ring and Tree keep NCCL's
 line: their channels are not cut at these sizes (``nBytes < nc x nThreads x threadThreshold``, enqueue.cc:2093,
 only below about 1 MiB for Simple); a Tree across nodes adds its own fill, one chunk time per network hop of the
-inter-node tree (:func:`_tree_fill_us`). The Ring's mid-size gap across nodes is not modelled.
+inter-node tree (:func:`_tree_fill_us`). A ring's network step runs at what it costs: NCCL's figure plus the
+hop's cost, and on the networks timed as NCCL's IB plugin a ring step's :data:`~commlab.tuner.networks.RING_NET_STEP_US`
+more (:func:`~commlab.tuner.table.net_step_us`).
 :mod:`commlab.scorecard.scorecard` holds both models against the real logs.
 
 >>> from commlab.tuner.machine import parse_machine

@@ -31,7 +31,7 @@ from commlab.tuner.launch import LaunchShape
 from commlab.tuner.machine import Machine
 from commlab.tuner.predict import Prediction, pick, predict, realized_pair_us
 from commlab.tuner.settings import TUNED_OPS, log2i, ring_steps
-from commlab.tuner.table import enabled_pairs, net_hop_us, nccl_tuning_table, realized_graph
+from commlab.tuner.table import enabled_pairs, net_hop_us, nccl_tuning_table, realized_graph, ring_step_extra_us
 
 #: a Tree all-reduce takes the correction factor of log2(bytes / 64) below 23 in every generation (v2.8.4-1
 #: tuning.cc:278, v2.23.4-1:458, v2.30.7-1:640; 2.30's 24th entry serves NVLSTree, :643)
@@ -95,6 +95,8 @@ def _latency_us(op: str, algo: str, proto: str, m: Machine, gen: Generation, rea
     plugin = r["net_plugin_latency"]
     if plugin == "add" or real:                 # a real hop always costs what it costs, whatever NCCL budgets
         inter += hop + (simple_extra if proto == "Simple" else 0.0)
+    if real and algo == "Ring":                 # and a ring's network step what it really costs (RING_NET_STEP_US)
+        inter += ring_step_extra_us(m)
     elif plugin == "replace" and hop > 0:
         inter = hop
     if algo == "Ring":

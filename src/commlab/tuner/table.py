@@ -114,10 +114,21 @@ def net_hop_us(proto: str, m: Machine, real: bool) -> tuple[float, float]:
 def net_step_us(proto: str, algo: str, m: Machine, real: bool = False) -> float:
     """What NCCL charges one network step of ``algo``/``proto``, us (``interLat``, tuning.cc:387-391): its own
     ``hwLat[NET]`` (the Tree's row with one GPU a node) plus the net plugin's latency, twice for Simple (or,
-    ``real``, what the hop really costs, :mod:`commlab.tuner.networks`)."""
+    ``real``, what the step really costs: the hop's cost, :mod:`commlab.tuner.networks`, and a ring's
+    :func:`ring_step_extra_us`)."""
     hop, simple_extra = net_hop_us(proto, m, real)
     inter = K.HW_LAT_US[("net", "Tree" if m.gpus_per_node == 1 else algo, proto)] + hop
-    return inter + simple_extra if proto == "Simple" else inter
+    return (inter + simple_extra if proto == "Simple" else inter) + (ring_step_extra_us(m) if real and algo == "Ring"
+                                                                     else 0.0)
+
+
+def ring_step_extra_us(m: Machine) -> float:
+    """What a ring's network step really costs beyond NCCL's figure on ``m``'s network, us
+    (:attr:`commlab.tuner.networks.NetType.ring_step_extra_us`); 0 on one node, and where the description (or a
+    calibration) gives the hop's cost itself (``net_latency_us``: then that is the whole of it)."""
+    if m.nodes == 1 or m.net_latency_us is not None:
+        return 0.0
+    return NET_TYPES[m.net].ring_step_extra_us
 
 
 def net_steps(op: str, algo: str, m: Machine) -> int:
