@@ -88,6 +88,33 @@ def chosen_constants() -> None:
     print(f"launch {LAUNCH_US_PER_GPU:.2f} us a GPU, chosen on {launch_run}'s 0-byte rows (not scored); held out, "
           f"rows <= 4 KiB: {held}")
     tcpxo_hop()
+    ring_step()
+
+
+def ring_step() -> None:
+    """RING_NET_STEP_US redone on its shipped log (a 1 us grid, least mean error) and held against the held-out
+    rings across nodes (tests/data/nccl_heldout)."""
+    import json
+    from pathlib import Path
+
+    from commlab.nccl import nccl_tests_log
+    from commlab.scorecard.calibration import held_out_run
+    from commlab.scorecard.fixture_machines import fixture_machine
+    from commlab.scorecard.scorecard import best_ring_step_us
+    from commlab.tuner.machine import parse_machine
+    from commlab.tuner.networks import RING_NET_STEP_LOG, RING_NET_STEP_US
+
+    key = int(RING_NET_STEP_LOG)
+    best, means = best_ring_step_us(nccl_tests_log(key), fixture_machine(key).desc, np.arange(0.0, 40.01, 1.0))
+    held_dir = Path(__file__).resolve().parents[1] / "tests" / "data" / "nccl_heldout"
+    machines = json.loads((held_dir / "machines.json").read_text())
+    held = []
+    for name in sorted(machines):
+        if name[:2] in ("18", "25", "26"):
+            run = held_out_run(name, (held_dir / name).read_text(encoding="utf-8"), parse_machine(machines[name]))
+            held.append(f"{name[:2]} {100 * float(np.median(np.abs(run.predicted_us / run.measured_us - 1))):.1f}%")
+    print(f"ring network step {RING_NET_STEP_US:g} us, chosen on {RING_NET_STEP_LOG} (best on the grid: {best:g} us, "
+          f"mean error {100 * min(means):.1f}%); held out (held-out runs, median): {', '.join(held)}")
 
 
 def calibration_table() -> None:
