@@ -232,8 +232,8 @@ class Relay:
             if not (isinstance(posted, list) and all(isinstance(h, int) and not isinstance(h, bool) for h in posted)):
                 raise wire.WireError("a posted request without its numbers")
             answer = self._run(request, tracers)
-            if request.get("dist") == "record":        # a tracer.record, posted: a refusal fails the call at its end
-                if "refused" in answer:
+            if request.get("dist") in ("record", "wait"):   # a tracer.record or a send's wait, posted: a refusal
+                if "refused" in answer:                       # fails the call at its end
                     self.refused.append(answer["refused"])
                 return None
             if "handles" in answer:
