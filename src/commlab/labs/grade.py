@@ -155,7 +155,7 @@ def _grade_student(learner, folder: Path, labs: list[str], options: Options, pac
                     "work": str(work), "package": str(package), "seed": seed, "checks": options.checks_dir,
                     "log": str(logs / f"{name}.log"), "out": str(work / f"out-{secrets.token_hex(6)}.json"),
                     "limits": asdict(options.limits) if options.limits is not None else None,
-                    "cgroup_prefix": prefix}
+                    "cgroup_prefix": prefix, "cache": str(work / "cache")}
             done, last, timed_out = _run_child(spec, timeout_s + GRACE_S, work, context)
             rows = done or []
             missing = [t for t in entry.tasks if t.name not in {r.task for r in rows}]
@@ -211,6 +211,7 @@ def grade_class(students: list[tuple[str | None, Path]], labs: list[str], option
     prefix = f"commlab-{secrets.token_hex(4)}-"
     try:
         package = sandbox.package_copy(work / "package", {n: registry.lab(n).answers for n in labs}).parent
+        (work / "cache").mkdir()                 # references the labs compute once per run (reference_cache)
         context = _fork_server(labs)
         with ThreadPoolExecutor(max_workers=options.jobs) as pool:
             futures = [pool.submit(_grade_student, learner, folder, labs, options, package, work, seed, said,

@@ -244,6 +244,10 @@ class _LabRun:
 def child(spec_path: str) -> int:
     """In the grader's process of one (student, lab): grade it, write the rows to ``spec["out"]``."""
     spec = json.loads(Path(spec_path).read_text())
+    if spec.get("cache"):                     # references computed once per grading run (never the student's)
+        from commlab.labs.reference_cache import ENV_VAR
+
+        os.environ[ENV_VAR] = spec["cache"]
     run = _LabRun(spec)
     run.write()
     worker = threading.Thread(target=run.run, daemon=True)
