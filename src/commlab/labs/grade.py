@@ -60,8 +60,9 @@ def _fork_server(labs: list[str]):
     imported :data:`SERVER_PRELOAD`, torch and the labs' checks, and forks each grader process from that
     state), or None where the platform has none. Its grader processes lose nothing of the isolation of a
     fresh interpreter: each makes a session of its own, dies with the server (which ends with this process),
-    drops the instructor's solutions switch, and starts its student's sandbox the same way."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
+    drops the instructor's solutions switch, and starts its student's sandbox the same way.
+    ``COMMLAB_GRADER_START=spawn`` starts every grader process as a fresh interpreter instead."""
+    if "forkserver" not in multiprocessing.get_all_start_methods() or os.environ.get("COMMLAB_GRADER_START") == "spawn":
         return None
     context = multiprocessing.get_context("forkserver")
     preload = list(SERVER_PRELOAD) + [f"commlab.labs.checks.{name}" for name in labs]
