@@ -42,7 +42,8 @@ def package_copy(dest: Path, answers: dict[str, tuple[str, ...]]) -> Path:
 
     ``answers`` maps a lab to its answer functions, ``"commlab.module:function"`` or ``":Class.method"``
     (:attr:`commlab.labs.registry.Lab.answers`): each is replaced by a function that raises PermissionError
-    (its source is not in the copy). The parts in :data:`HIDDEN` are left out.
+    (its source is not in the copy). The parts in :data:`HIDDEN` are left out. The copy is compiled to bytecode
+    before it is made read-only.
     """
     import commlab
 
@@ -69,6 +70,9 @@ def package_copy(dest: Path, answers: dict[str, tuple[str, ...]]) -> Path:
         if not path.is_file():
             raise CommlabError(f"an answer function's module {module!r} is not in the package")
         path.write_text(_stub_source(path.read_text(), functions, "the lab " + ", ".join(sorted(labs))))
+    import compileall                   # compiled once here: no sandbox compiles the package again (read-only)
+
+    compileall.compile_dir(str(target), quiet=1)
     for path in sorted(target.rglob("*"), reverse=True):
         path.chmod(0o555 if path.is_dir() else 0o444)
     target.chmod(0o555)
