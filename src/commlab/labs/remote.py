@@ -222,7 +222,7 @@ class Relay:
         self.ids = itertools.count(-1, -1)       # this side's numbers (the sandbox's are >= 0)
         self.sent: Counter = Counter()           # (dst, numel) of every message the student's code sent
         self.claimed: list[tuple] = []           # (dst, numel, step, chunk) of every tracer.record
-        self.refused: list[str] = []             # why posted tracer.records were refused, told at the call's end
+        self.refused: list[str] = []             # why posted records or sends' waits failed, told at the call's end
 
     def run(self, request: dict, tracers: dict) -> dict | None:
         """The answer to one request of the student's code; None for a posted one (isend, irecv, a batch, an
