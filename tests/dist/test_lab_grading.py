@@ -58,35 +58,44 @@ def test_every_lab_is_graded_in_the_sandbox():
     assert "ddp_zero" in {lab.name for lab in GRADED}
 
 
-def test_a_learner_with_every_lab_right_passes_every_task(tmp_path, no_child_left):
-    for lab in GRADED:
-        write(tmp_path / "ada", lab.name, right(lab.name))
-    done = commlab("check", *(lab.name for lab in GRADED), "--mine", str(tmp_path / "ada"), "--json")
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    found = json.loads(done.stdout)
-    n_tasks = sum(len(lab.tasks) for lab in GRADED)
-    public = [r for r in found["results"] if r["kind"] == "public"]
-    assert found["failed"] == 0 and found["passed"] == len(found["results"]) and len(public) == n_tasks
-    first = found["results"][0]
-    assert set(first) == {"learner", "lab", "task", "passed", "problem", "seconds", "module", "status", "kind",
-                          "points", "points_possible"}
-    assert first["learner"] is None and first["lab"] == registry.LABS[0].name and first["passed"] is True
-    assert sum(r["points"] for r in found["results"]) == sum(t.points for lab in GRADED for t in lab.tasks)
-
-
-def test_a_class_with_a_mistake_in_every_lab(tmp_path):
+@pytest.fixture(scope="module")
+def klass(tmp_path_factory):
+    """One class graded once for the tests below: ada hands in every lab right, bob every lab with its mistake,
+    dee two labs right (the others not handed in); the table, JUnit and the gradebook written."""
+    root = tmp_path_factory.mktemp("klass")
     wrong = {lab: w for lab, w in _wrong().items() if lab in {g.name for g in GRADED}}
+    for lab in GRADED:
+        write(root / "class" / "ada", lab.name, right(lab.name))
     for learner in ("bob", "dee"):
         for lab, (extra, _) in wrong.items():
             if learner == "bob" or lab in ("ring_vs_tree", "nccl_debug_multinode"):
-                write(tmp_path / "class" / learner, lab, right(lab) + "\n\n" + (extra if learner == "bob" else ""))
-    junit = tmp_path / "grades.xml"
-    done = commlab("check", *(lab.name for lab in GRADED), "--class", str(tmp_path / "class"), "--junit", str(junit))
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]      # failures are results, not an error
+                write(root / "class" / learner, lab, right(lab) + "\n\n" + (extra if learner == "bob" else ""))
+    junit, book = root / "grades.xml", root / "grades.csv"
+    done = commlab("check", *(lab.name for lab in GRADED), "--class", str(root / "class"), "--junit", str(junit),
+                   "--csv", str(book))
     lines = [line for line in done.stdout.splitlines() if not line.startswith("wrote ")]
+    return {"root": root, "done": done, "lines": lines, "junit": junit, "book": book, "wrong": wrong}
+
+
+def test_a_learner_with_every_lab_right_passes_every_task(klass):
+    assert klass["done"].returncode == 0, (klass["done"].stdout + klass["done"].stderr)[-3000:]
+    ada = [line for line in klass["lines"][:-1] if line.startswith("ada ")]
+    n_tasks = sum(len(lab.tasks) for lab in GRADED)
+    public = [line for line in ada if "(drawn)" not in line]
+    assert len(public) == n_tasks and all(line.split()[-1] == "pass" for line in ada), ada
+    assert {line.split()[1] for line in ada} == {lab.name for lab in GRADED}
+    import csv
+
+    rows = {row["student"]: row for row in csv.DictReader(klass["book"].read_text().splitlines())}
+    assert float(rows["ada"]["total"]) == sum(t.points for lab in GRADED for t in lab.tasks), rows["ada"]
+
+
+def test_a_class_with_a_mistake_in_every_lab(klass):
+    done, lines, wrong, root = klass["done"], klass["lines"], klass["wrong"], klass["root"]
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]      # failures are results, not an error
     n_tasks = sum(len(lab.tasks) for lab in GRADED)
     public = [line for line in lines[:-1] if "(drawn)" not in line]
-    assert len(public) == 2 * n_tasks and f"tasks passed ({tmp_path / 'class'})" in lines[-1]
+    assert len(public) == 3 * n_tasks and f"tasks passed ({root / 'class'})" in lines[-1]
     bob = {(line.split()[1], line.split()[2]): line for line in public if line.startswith("bob ")}
     for lab, (_, task) in wrong.items():
         assert bob[lab, task].split()[3] == "FAIL", bob[lab, task]    # every lab's mistake is found
@@ -96,14 +105,14 @@ def test_a_class_with_a_mistake_in_every_lab(tmp_path):
     assert all(line.split()[3] == "pass" for line in dee if line.split()[1] in ("ring_vs_tree", "nccl_debug_multinode"))
     assert any("skip  not handed in: there is no p2p.py in" in line for line in dee)
 
-    suites = ET.parse(junit).getroot()
+    suites = ET.parse(klass["junit"]).getroot()
     assert suites.tag == "testsuites" and int(suites.get("tests")) == len(lines) - 1
-    assert [s.get("name") for s in suites] == ["bob", "dee"]
-    cases = {(c.get("classname"), c.get("name")): c for c in suites[0].iter("testcase")}
+    assert [s.get("name") for s in suites] == ["ada", "bob", "dee"]
+    cases = {(c.get("classname"), c.get("name")): c for c in suites[1].iter("testcase")}
     failure = cases["bob.nccl_debug_multinode", "classify_run"].find("failure")
     assert failure is not None and "a peak of" in failure.get("message")
     assert cases["bob.p2p", "halo_exchange_nonblocking"].find("failure") is None   # bob's other p2p tasks are right
-    dee_cases = {(c.get("classname"), c.get("name")): c for c in suites[1].iter("testcase")}
+    dee_cases = {(c.get("classname"), c.get("name")): c for c in suites[2].iter("testcase")}
     assert dee_cases["dee.p2p", "ping_pong"].find("skipped") is not None          # not handed in: skipped
 
 
@@ -158,9 +167,16 @@ def test_relative_class_and_mine_folders_are_graded_like_absolute_ones(tmp_path)
     write(tmp_path / "submissions" / "ada", "ring_vs_tree", right("ring_vs_tree"))
     env = {k: v for k, v in os.environ.items() if k not in ("COMMLAB_LAB_SOLUTIONS", "COMMLAB_LABS_MINE")}
     for args in (["--class", "submissions"], ["--mine", "submissions/ada"]):
+        start = {"COMMLAB_GRADER_START": "spawn"} if args[0] == "--mine" else {}   # no fork server: the same rows
         done = subprocess.run([sys.executable, "-m", "commlab", "labs", "check", "ring_vs_tree", *args, "--json"],
-                              capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path)
+                              capture_output=True, text=True, timeout=600, env={**env, **start}, cwd=tmp_path)
         assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
         found = json.loads(done.stdout)
         public = [r for r in found["results"] if r["kind"] == "public"]
         assert found["failed"] == 0 and len(public) == len(registry.lab("ring_vs_tree").tasks)
+        assert found["passed"] == len(found["results"])
+        first = found["results"][0]
+        assert set(first) == {"learner", "lab", "task", "passed", "problem", "seconds", "module", "status", "kind",
+                              "points", "points_possible"}
+        assert first["learner"] == (None if args[0] == "--mine" else "ada") and first["passed"] is True
+        assert sum(r["points"] for r in found["results"]) == sum(t.points for t in registry.lab("ring_vs_tree").tasks)

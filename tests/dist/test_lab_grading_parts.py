@@ -314,3 +314,23 @@ def test_killing_the_grading_run_ends_every_grader_process_and_sandbox(tmp_path)
     while time.monotonic() < deadline and any(_alive(p) for p in started):
         time.sleep(0.2)
     assert not [p for p in started if _alive(p)]
+
+
+def test_a_reference_that_does_not_depend_on_the_student_is_computed_once_per_run(tmp_path, monkeypatch):
+    from commlab.labs import reference_cache
+
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return {"rebuilt": [("a model", None, [[1, 0]])], "problem": ""}
+
+    assert reference_cache.cached("k", compute) == {"rebuilt": [["a model", None, [[1, 0]]]], "problem": ""}
+    monkeypatch.setenv(reference_cache.ENV_VAR, str(tmp_path))          # inside a grading run
+    first = reference_cache.cached("k", compute)
+    assert reference_cache.cached("k", compute) == first and len(calls) == 2     # once outside, once in the run
+    failed = reference_cache.cached("bad", lambda: {"problem": "DDP failed"}, keep=lambda v: not v["problem"])
+    assert failed["problem"] and not (tmp_path / "bad.json").exists()           # a failure is not kept
+    from commlab.labs.student_package import HIDDEN
+
+    assert "labs/reference_cache.py" in HIDDEN                                   # not in a student's package

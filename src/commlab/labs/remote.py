@@ -243,6 +243,7 @@ class Relay:
         self.ids = itertools.count(-1, -1)       # this side's numbers (the sandbox's are >= 0)
         self.sent: Counter = Counter()           # (dst, numel) of every message the student's code sent
         self.claimed: list[tuple] = []           # (dst, numel, step, chunk) of every tracer.record
+        self.refused: list[str] = []             # why posted records or sends' waits failed, told at the call's end
 
     def run(self, request: dict, tracers: dict) -> dict | None:
         """The answer to one request of the student's code; None for a posted one (isend, irecv, a batch, an
@@ -252,6 +253,10 @@ class Relay:
             if not (isinstance(posted, list) and all(isinstance(h, int) and not isinstance(h, bool) for h in posted)):
                 raise wire.WireError("a posted request without its numbers")
             answer = self._run(request, tracers)
+            if request.get("dist") in ("record", "wait"):   # a tracer.record or a send's wait, posted: a refusal
+                if "refused" in answer:                       # fails the call at its end
+                    self.refused.append(answer["refused"])
+                return None
             if "handles" in answer:
                 for mine, theirs in zip(answer["handles"], posted):
                     self.works[theirs] = self.works.pop(mine)
@@ -369,6 +374,8 @@ class Relay:
 
     def finish(self, tracers: dict) -> None:
         """After a call: every message the tracer recorded must have been sent (to that rank, of that size)."""
+        if self.refused:
+            raise RuntimeError(self.refused[0])
         left = Counter(self.sent)
         for dst, numel, step, chunk in self.claimed:
             key = (dst, numel) if numel is not None else next((k for k in left if k[0] == dst and left[k]), None)

@@ -13,6 +13,10 @@ joins the open bucket, and the bucket closes once its bytes reach the limit
 default). The reference here is torch's own function, ``dist._compute_bucket_assignment_by_size``, called as
 the reducer calls it when it rebuilds its buckets after the first iteration, and, on live ranks, the buckets
 DDP actually rebuilt (its logging data's ``rebuilt_per_bucket_param_indices``).
+
+When a class is graded, both checks also run on models drawn from the seed (``drawn_<task>``): other layers,
+widths, biases, caps and ready orders, judged against the same references (the layers counted here from the
+modules' weights and biases; torch's own bucket assignment).
 """
 from __future__ import annotations
 
@@ -168,18 +172,21 @@ def _orders(n_params: int):
     yield order
 
 
-def check_ddp_buckets(fn, live: bool = True, timeout_s: float = 60.0) -> Outcome:
-    """The learner's buckets against torch's function on every case, then against DDP's rebuilt buckets."""
-    for name, make, caps in CASES:
+def check_ddp_buckets(fn, live: bool = True, timeout_s: float = 60.0, cases=CASES, orders=None) -> Outcome:
+    """The learner's buckets against torch's function on every case, then against DDP's rebuilt buckets.
+    ``cases``: (name, make the model, caps) as :data:`CASES`; ``orders(n_params)``: the ready orders to try
+    (None first: DDP's assumption), :func:`_orders` by default."""
+    for name, make, caps in cases:
         model = make()
         nbytes = param_nbytes(model)
         for cap in caps:
-            for order in _orders(len(nbytes)):
+            for order in (orders or _orders)(len(nbytes)):
                 args = (list(nbytes), cap) if order is None else (list(nbytes), cap, list(order))
                 got, failed = call("ddp_buckets", fn, *args, what=f"ddp_buckets(<{name}>, {cap})")
                 if failed:
                     return failed
-                label = name if order is None else (f"{name} given ready_order (each weight's gradient before its "
+                label = name if order is None else (f"{name} given ready_order={order}" if orders else
+                                                    f"{name} given ready_order (each weight's gradient before its "
                                                     "bias's)")
                 problem = bucket_difference(got, torch_buckets(model, cap, order), nbytes, label, cap, order)
                 if problem:
@@ -208,15 +215,26 @@ def rebuilt_in_group(rank, n_ranks) -> list[tuple[str, object, list[list[int]]]]
     return found
 
 
-def _live(fn, timeout_s: float) -> Outcome:
+def _rebuilt(timeout_s: float) -> dict:
+    """{"problem", "rebuilt": rank 0's (name, cap, buckets) of :func:`rebuilt_in_group`}: DDP's own buckets, which
+    do not depend on the learner's code (computed once per grading run: :mod:`commlab.labs.reference_cache`)."""
     from commlab.labs.checking import run_checked
+    from commlab.labs.reference_cache import cached
 
-    outcome = run_checked(rebuilt_in_group, 2, what="DDP on 2 ranks", timeout_s=timeout_s, backend="gloo")
-    if not outcome.ok:
-        return outcome
-    backend = outcome.backend or "gloo"         # the ranks return lists, not dicts with a backend: gloo was asked for
+    def compute() -> dict:
+        outcome = run_checked(rebuilt_in_group, 2, what="DDP on 2 ranks", timeout_s=timeout_s, backend="gloo")
+        return {"problem": outcome.problem, "rebuilt": outcome.rank_values[0] if outcome.ok else None}
+
+    return cached("ddp_overlap-rebuilt", compute, keep=lambda found: not found["problem"])
+
+
+def _live(fn, timeout_s: float) -> Outcome:
+    found = _rebuilt(timeout_s)
+    if found["problem"]:
+        return Outcome(problem=found["problem"], backend="gloo")
+    backend = "gloo"                            # the ranks return lists, not dicts with a backend: gloo was asked for
     models = {name: make() for name, make, _ in CASES}
-    for name, cap, rebuilt in outcome.rank_values[0]:
+    for name, cap, rebuilt in found["rebuilt"]:
         nbytes = param_nbytes(models[name])
         order = [i for bucket in rebuilt for i in bucket]       # the order DDP observed
         got, failed = call("ddp_buckets", fn, list(nbytes), cap, order)
@@ -226,7 +244,7 @@ def _live(fn, timeout_s: float) -> Outcome:
                                     f"{name} under DDP (the buckets it rebuilt, ready_order={order})", cap, order)
         if problem:
             return Outcome(problem=problem, backend=backend)
-    return Outcome(outcome.values, "", backend, {"rebuilt": outcome.rank_values[0]})
+    return Outcome(None, "", backend, {"rebuilt": found["rebuilt"]})
 
 
 # --- the model as the simulator's layers --------------------------------------------------------------------
@@ -251,11 +269,15 @@ def _own_counts(model) -> list[tuple[int, int]]:
     return found
 
 
-def check_layers_from_model(fn, backward_s: float = 0.010) -> Outcome:
-    """One Layer per module owning parameters, forward order, its gradients' bytes, backward time by share."""
+LAYER_MODELS = (("the lab's model", lab_model), ("a nested model with a half-precision layer", nested_model))
+
+
+def check_layers_from_model(fn, backward_s: float = 0.010, models=LAYER_MODELS) -> Outcome:
+    """One Layer per module owning parameters, forward order, its gradients' bytes, backward time by share.
+    ``models``: (name, make the model) as :data:`LAYER_MODELS`."""
     from commlab import overlap
 
-    for name, make in (("the lab's model", lab_model), ("a nested model with a half-precision layer", nested_model)):
+    for name, make in models:
         counts = _own_counts(make())
         got, failed = call("layers_from_model", fn, make(), backward_s,
                            what=f"layers_from_model(<{name}>, {backward_s})")
@@ -283,3 +305,71 @@ def check_layers_from_model(fn, backward_s: float = 0.010) -> Outcome:
             return Outcome(problem=f"{name}: backward_s per layer {np.round(shares * 1e3, 4).tolist()} ms for a "
                                    f"{backward_s * 1e3:g} ms backward; split it in proportion to the parameter counts")
     return Outcome()
+
+
+# --- cases drawn when a class is graded (commlab labs check --seed) -------------------------------------------
+
+def drawn_model(seed: int, half: bool = False):
+    """A model drawn from ``seed``: perhaps an embedding, 2 to 6 linear layers of 8 to 700 features (some
+    without a bias) with ReLUs, perhaps a LayerNorm, some inside a nested Sequential; with ``half``, one of its
+    linear layers in half precision (:func:`check_layers_from_model` counts 2 bytes for those)."""
+    import numpy as np
+    import torch
+    import torch.nn as nn
+
+    rng = np.random.default_rng(seed)
+    torch.manual_seed(seed % 2**31)
+    layers: list = []
+    width = int(rng.integers(8, 700))
+    if rng.random() < 0.5:
+        layers.append(nn.Embedding(int(rng.integers(50, 6000)), width))
+    linears = []
+    for _ in range(int(rng.integers(2, 7))):
+        out = int(rng.integers(8, 700))
+        linear = nn.Linear(width, out, bias=bool(rng.random() < 0.75))
+        linears.append(linear)
+        layers += [linear, nn.ReLU()]
+        if rng.random() < 0.3:
+            layers.append(nn.LayerNorm(out))
+        width = out
+    if half:
+        linears[int(rng.integers(len(linears)))].half()
+    if len(layers) > 3 and rng.random() < 0.5:       # some layers inside a nested Sequential
+        cut = int(rng.integers(1, len(layers) - 1))
+        layers = layers[:cut] + [nn.Sequential(*layers[cut:cut + 2])] + layers[cut + 2:]
+    return nn.Sequential(*layers)
+
+
+def _drawn_seeds(seed: int, task: str, n: int) -> list[int]:
+    return [int(v) for v in np.random.default_rng([seed, sum(task.encode())]).integers(2**31, size=n)]
+
+
+def drawn_layers_from_model(fn, seed: int) -> Outcome:
+    """Two models drawn from ``seed`` (one with a half-precision layer) and a backward time of 1 ms to 1 s."""
+    import functools
+
+    first, second, timing = _drawn_seeds(seed, "layers_from_model", 3)
+    models = ((f"a model drawn from seed {seed}", functools.partial(drawn_model, first)),
+              (f"a model with a half-precision layer drawn from seed {seed}",
+               functools.partial(drawn_model, second, True)))
+    backward_s = float(10 ** np.random.default_rng(timing).uniform(-3, 0))
+    return check_layers_from_model(fn, backward_s, models)
+
+
+def drawn_ddp_buckets(fn, seed: int) -> Outcome:
+    """Three float32 models drawn from ``seed``, each with DDP's default cap and two caps of 0.05 to 3 MiB
+    drawn, in DDP's assumed order and in a ready order drawn, against torch's own assignment (no live DDP run:
+    the reference is the function DDP's reducer calls)."""
+    import functools
+
+    seeds = _drawn_seeds(seed, "ddp_buckets", 4)
+    rng = np.random.default_rng(seeds[-1])
+    cases = tuple((f"a model drawn from seed {seed} (#{k + 1})", functools.partial(drawn_model, s),
+                   (None, *(round(float(c), 3) for c in rng.uniform(0.05, 3.0, size=2)))) for k, s in
+                  enumerate(seeds[:-1]))
+
+    def orders(n_params: int):
+        yield None
+        yield [int(i) for i in np.random.default_rng([seeds[-1], n_params]).permutation(n_params)]
+
+    return check_ddp_buckets(fn, live=False, cases=cases, orders=orders)

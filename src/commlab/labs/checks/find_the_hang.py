@@ -8,6 +8,9 @@ ahead, as in NCCL's RAS report), ties (two against two), ring buffers that dropp
 on each rank (so calls must be matched by ``collective_seq_id``, not by position), a rank that left no record
 while the others went on, and records that agree. Each case knows its answer by construction; live runs
 (:mod:`commlab.labs.hang`) add real records: the notebook's own, and, for a grader, two faults run now.
+When a class is graded, :func:`drawn_find_the_hang` adds faults drawn from the seed (world size, the step's
+calls, the culprit, the call, the kind of fault, ring buffers that dropped entries), judged against the
+reference (:func:`commlab.labs.solutions.find_the_hang.find_the_hang`) in the grader's process.
 """
 from __future__ import annotations
 
@@ -133,6 +136,94 @@ LIVE_UNSEEN = (("skip", 0, 3), ("dies", 3, 4))
 
 
 def _live_runs() -> list:
+    """The faults of :data:`LIVE_UNSEEN` run now (their records do not depend on the learner's code: computed
+    once per grading run, :mod:`commlab.labs.reference_cache`)."""
     from commlab.labs import hang
+    from commlab.labs.reference_cache import cached
 
-    return [hang.run_fault(hang.Fault(kind, rank, k)) for kind, rank, k in LIVE_UNSEEN]
+    def compute() -> list:
+        return [{"records": {str(r): rec for r, rec in hang.run_fault(hang.Fault(kind, rank, k)).records.items()}}
+                for kind, rank, k in LIVE_UNSEEN]
+
+    found = cached("find_the_hang-live", compute)
+    return [hang.FaultRun(hang.Fault(kind, rank, k), {int(r): rec for r, rec in run["records"].items()})
+            for (kind, rank, k), run in zip(LIVE_UNSEEN, found)]
+
+
+# --- faults drawn when a class is graded (commlab labs check --seed) ------------------------------------------
+
+#: The kinds of drawn fault, each built so that its answer is known (:func:`drawn_cases`).
+DRAWN_KINDS = ("another call", "a skipped call", "died", "stopped early", "a few ranks ahead", "dropped entries",
+               "healthy")
+
+
+def _drawn_case(rng, kind: str) -> tuple[str, dict, dict | None]:
+    """One fault of ``kind`` on a world of 2 to 8 ranks (3 to 8 where a majority must outvote the culprit)."""
+    ops = list(_OPS)
+    n = int(rng.integers(3 if kind in ("another call", "a skipped call", "dropped entries") else 2, 9))
+    step = [ops[i] for i in rng.permutation(len(ops))[:int(rng.integers(3, 7))]]   # distinct calls
+    length = len(step)
+    culprit = int(rng.integers(n))
+    rec: dict[int, list[dict] | None]
+    if kind == "another call":
+        k = int(rng.integers(1, length + 1))
+        other = [op for op in ops if op != step[k - 1]][int(rng.integers(len(ops) - 1))]
+        rec = {r: _calls(step[:k]) for r in range(n)}
+        rec[culprit] = _calls(step[:k - 1] + [other])
+        return f"{n} ranks: rank {culprit} calls {_OPS[other][0]} at call {k}", rec, {"rank": culprit, "call": k}
+    if kind == "a skipped call":
+        k = int(rng.integers(1, length))
+        rec = {r: _calls(step[:k]) for r in range(n)}
+        rec[culprit] = _calls(step[:k - 1] + [step[k]])
+        return f"{n} ranks: rank {culprit} skips call {k}", rec, {"rank": culprit, "call": k}
+    if kind == "died":
+        k = int(rng.integers(1, length + 1))
+        rec = {r: _calls(step[:k]) for r in range(n)}
+        rec[culprit] = None
+        return f"{n} ranks: rank {culprit} died during call {k}", rec, {"rank": culprit, "call": k}
+    if kind == "stopped early":
+        k = int(rng.integers(2, length + 1))
+        rec = {r: _calls(step[:int(rng.integers(k, length + 1))]) for r in range(n)}
+        rec[culprit] = _calls(step[:k - 1], retired_last=True)
+        return f"{n} ranks: rank {culprit} stops after call {k - 1}", rec, {"rank": culprit, "call": k}
+    if kind == "a few ranks ahead":
+        k = int(rng.integers(2, length + 1))
+        ahead = sorted(int(r) for r in rng.permutation(n)[:max(1, (n - 1) // 2)])
+        rec = {r: _calls(step[:k] if r in ahead else step[:k - 1]) for r in range(n)}
+        behind = min(r for r in range(n) if r not in ahead)
+        return (f"{n} ranks: ranks {ahead} wait in call {k}, which the others never reach", rec,
+                {"rank": behind, "call": k})
+    if kind == "dropped entries":
+        k = int(rng.integers(2, length + 1))
+        other = [op for op in ops if op != step[k - 1]][int(rng.integers(len(ops) - 1))]
+        rec = {}
+        for r in range(n):
+            calls = step[:k - 1] + [other if r == culprit else step[k - 1]]
+            dropped = int(rng.integers(0, k - 1))        # oldest entries this rank's ring buffer let go
+            rec[r] = _calls(calls[dropped:], start=1 + dropped)
+        return (f"{n} ranks whose ring buffers dropped different old entries: rank {culprit}'s call {k} is "
+                f"{_OPS[other][0]}", rec, {"rank": culprit, "call": k})
+    healthy = {r: _calls(step, retired_last=True) for r in range(n)}
+    return f"{n} ranks, a healthy step: every record agrees", healthy, None
+
+
+def drawn_cases(seed: int) -> list[tuple[str, dict, dict | None]]:
+    """(what happened, records, the answer by construction): one fault of each of :data:`DRAWN_KINDS` and one
+    more of a kind drawn, all drawn from ``seed``."""
+    import numpy as np
+
+    rng = np.random.default_rng([seed, 7])
+    kinds = list(DRAWN_KINDS) + [DRAWN_KINDS[int(rng.integers(len(DRAWN_KINDS)))]]
+    return [_drawn_case(rng, kind) for kind in kinds]
+
+
+def drawn_find_the_hang(fn, seed: int) -> Outcome:
+    """The faults of :func:`drawn_cases`, each judged against the reference's answer on the same records."""
+    from commlab.labs.solutions.find_the_hang import find_the_hang as reference
+
+    cases = drawn_cases(seed)
+    for what, records, _ in cases:
+        problem = _judge(fn, f"a fault drawn from seed {seed} ({what})", records, reference(records))
+        if problem:
+            return Outcome(problem=problem)
+    return Outcome(details={"cases": len(cases)})

@@ -2,10 +2,20 @@
 NCCL_DEBUG=INFO logs against :func:`commlab.nccl.read_debug_log`, the variable for each debugging goal, the
 peak busbw of real nccl-tests runs against :func:`commlab.nccl.summarize`, and the verdict rule at every
 cut-off (just below and just above 70 % and 100 % of the link) and on the real runs.
+
+When a class is graded, three tasks also run on cases drawn from the seed (``drawn_<task>``): the shipped debug
+logs with their hosts renamed, another NCCL version and lines left out; rows drawn from the shipped
+nccl-tests runs; peaks drawn around the cut-offs of links drawn from :mod:`commlab.hardware`. Each is judged
+against the same reference (:func:`commlab.nccl.read_debug_log`, :func:`commlab.nccl.summarize`,
+:func:`commlab.nccl.verdict`).
+
+``env_for_goals`` has no drawn cases: it takes no input (the eight goals are the notebook's table), so there is
+nothing to draw.
 """
 from __future__ import annotations
 
 import math
+import re
 
 from commlab import hardware, nccl
 from commlab.labs.checking import Outcome
@@ -144,4 +154,93 @@ def check_classify_run(fn) -> Outcome:
             return Outcome(problem=f"{path.name}: peak {peak:g} GB/s is {expected.percent:.0f}% of {link_name}'s "
                                    f"{hardware.link(link_name).unidir_GBps:g} GB/s one way: {expected.verdict!r}, you "
                                    f"said {got!r}")
+    return Outcome()
+
+
+# --- cases drawn when a class is graded (commlab labs check --seed) -------------------------------------------
+
+_HOST_PREFIX = re.compile(r"^((?:\S*\s)?)([^\s:]+)(:\d+:\d+ \[\d+\])", re.MULTILINE)
+
+
+def _rng(seed: int, task: str):
+    import numpy as np
+
+    return np.random.default_rng([seed, sum(task.encode())])
+
+
+def drawn_log(text: str, rng) -> str:
+    """``text`` with every host renamed (consistently), the NCCL version replaced by another, and about one
+    NCCL line in eight left out (never the version line), all drawn from ``rng``."""
+    hosts = list(dict.fromkeys(m.group(2) for m in _HOST_PREFIX.finditer(text)))
+    prefixes = ("gpu", "node", "dgx-", "hgx", "cn-", "worker")
+    names: dict[str, str] = {}
+    while len(names) < len(hosts):
+        name = f"{prefixes[int(rng.integers(len(prefixes)))]}{int(rng.integers(1, 999)):03d}"
+        if name not in names.values():
+            names[hosts[len(names)]] = name
+    version = f"NCCL version 2.{int(rng.integers(10, 30))}.{int(rng.integers(1, 9))}"
+    lines = []
+    for line in text.splitlines():
+        if "NCCL version" in line:
+            line = re.sub(r"NCCL version \d+\.\d+\.\d+", version, line)
+        elif _HOST_PREFIX.match(line) and rng.random() < 0.125:
+            continue
+        lines.append(line)
+    renamed = "\n".join(lines) + "\n"
+    for host, name in names.items():          # everywhere the name stands alone (the lines' prefix, "on <host>")
+        renamed = re.sub(rf"(?<![\w.-]){re.escape(host)}(?![\w.-])", name, renamed)
+    return renamed
+
+
+def drawn_answer_log_questions(fn, seed: int) -> Outcome:
+    """The four answers on every shipped debug log, each rewritten by :func:`drawn_log` from ``seed``."""
+    rng = _rng(seed, "answer_log_questions")
+    for path in sorted(nccl.debug_logs()):
+        problem = _log_problem(fn, drawn_log(path.read_text(), rng), f"{path.name} as drawn from seed {seed}")
+        if problem:
+            return Outcome(problem=problem)
+    return Outcome()
+
+
+def drawn_peak_busbw_GBps(fn, seed: int) -> Outcome:
+    """The peak busbw of four shipped nccl-tests runs drawn from ``seed``, each cut to a drawn half or more of
+    its rows, in a drawn order."""
+    from dataclasses import replace
+
+    rng = _rng(seed, "peak_busbw_GBps")
+    paths = sorted(nccl.nccl_tests_logs())
+    for i in rng.choice(len(paths), size=4, replace=False):
+        log = nccl.parse_log(paths[i].read_text())
+        keep = rng.permutation(len(log.rows))[:int(rng.integers((len(log.rows) + 1) // 2, len(log.rows) + 1))]
+        rows = [log.rows[k] for k in keep]
+        want = nccl.summarize(replace(log, rows=sorted(rows, key=lambda r: r.size_bytes))).peak_busbw_GBps
+        got, failed = call("peak_busbw_GBps", fn, rows, what=f"peak_busbw_GBps on {len(rows)} rows of {paths[i].name}")
+        if failed:
+            return failed
+        if isinstance(got, bool) or not isinstance(got, (int, float)) or not math.isclose(got, want, rel_tol=1e-9):
+            return Outcome(problem=f"{len(rows)} rows of {paths[i].name} drawn from seed {seed}: your peak busbw is "
+                                   f"{got!r} GB/s, theirs is {want:g} (in place too?)")
+    return Outcome()
+
+
+def drawn_classify_run(fn, seed: int) -> Outcome:
+    """Three links drawn from commlab.hardware; on each, peaks just below and above both cut-offs (by a drawn
+    0.01 % to 1 %) and two anywhere from 0 to 160 % of the link."""
+    rng = _rng(seed, "classify_run")
+    links = list(hardware.links())
+    for i in rng.choice(len(links), size=3, replace=False):
+        link = links[int(i)]
+        fractions = [c * (1 + sign * 10 ** rng.uniform(-4, -2)) for c in (0.70, 1.0) for sign in (-1, 1)]
+        for fraction in fractions + list(rng.uniform(0, 1.6, size=2)):
+            peak = float(fraction * link.unidir_GBps)
+            want = nccl.verdict(peak, link.name).verdict
+            got, failed = call("classify_run", fn, peak, link.unidir_GBps,
+                               what=f"classify_run({peak:g}, {link.unidir_GBps:g})")
+            if failed:
+                return failed
+            if got != want:
+                return Outcome(problem=f"classify_run: a peak of {peak:g} GB/s on {link.name} ({link.unidir_GBps:g} "
+                                       f"GB/s one way, {100 * peak / link.unidir_GBps:.3g}% of it) is {want!r}, you "
+                                       f"said {got!r} (healthy from 70 % to 100 % inclusive, above the link over "
+                                       "100 %, low under 70 %)")
     return Outcome()

@@ -2,6 +2,9 @@
 machines) and ``choose_groups``, on every (tp, pp, dp) that fits each machine's NVLink groups, on the three
 published servers and on machines the notebook never shows (the A40 server with its GPUs renumbered so that
 NVLink pairs are not neighbours in GPU order, and half of each server).
+
+``my_sizes`` has no drawn cases: it takes no input (its answer is the one layout of the notebook's three
+machines), so there is nothing to draw.
 """
 from __future__ import annotations
 

@@ -112,8 +112,12 @@ class Answer:
     """Bytes rank SENDER sends under commlab.collectives' ring / chain implementation."""
 
 
-def lab_inputs(op: str, n_ranks: int, length: int) -> list[np.ndarray]:
-    """Rank r's input: 10 r + [1, ..., length] as float32 (every collective of the lab takes ``length``)."""
+def lab_inputs(op: str, n_ranks: int, length: int, seed: int | None = None) -> list[np.ndarray]:
+    """Rank r's input: 10 r + [1, ..., length] as float32 (every collective of the lab takes ``length``), or,
+    with ``seed``, whole numbers from -1000 to 1000 drawn from it (exact in float32, and in their sums)."""
+    if seed is not None:
+        rng = np.random.default_rng([seed, len(op)])
+        return [rng.integers(-1000, 1001, size=length).astype(np.float32) for _ in range(n_ranks)]
     return [(10 * r + np.arange(1, length + 1)).astype(np.float32) for r in range(n_ranks)]
 
 
@@ -181,21 +185,23 @@ def _verdict(op: str, rank: int, got, want) -> str | None:
     return None
 
 
-def _run_one(fn, op, x, rank, n_ranks):
+def _run_one(fn, op, x, rank, n_ranks, root=ROOT):
     """(what the rank holds, None) or (None, the exception in words)."""
     try:
-        return fn(op, x, rank, n_ranks, ROOT), None
+        return fn(op, x, rank, n_ranks, root), None
     except NotImplementedError as exc:
         return None, f"{op}: not written yet ({exc})"
     except Exception as exc:  # noqa: BLE001 - the reader's mistake, reported in words
         return None, f"{op} on rank {rank} raised {type(exc).__name__}: {exc}"
 
 
-def collectives_in_group(rank, n_ranks, fn, length, timed_barrier=True) -> dict:
+def collectives_in_group(rank, n_ranks, fn, length, timed_barrier=True, root: int = ROOT,
+                         seed: int | None = None) -> dict:
     """Inside a rank: every collective of OPS through ``fn``, each held against the numpy reference.
 
     Returns {op: None (right) or a problem in words}. The barrier check: rank r arrives 20 r ms late, and
     no rank may leave before the last has arrived (one clock: ``timed_barrier=False`` across machines).
+    ``root``: the root of the rooted collectives; ``seed``: the inputs drawn from it (:func:`lab_inputs`).
     """
     import torch
     import torch.distributed as dist
@@ -205,18 +211,18 @@ def collectives_in_group(rank, n_ranks, fn, length, timed_barrier=True) -> dict:
     device, sync = device_and_sync()
     verdicts = {}
     for op in OPS:
-        inputs = lab_inputs(op, n_ranks, length)
+        inputs = lab_inputs(op, n_ranks, length, seed)
         x = torch.from_numpy(inputs[rank]).to(device)
         if op == "barrier":
             time.sleep(0.02 * rank)
         arrived_s = time.time()
-        got, problem = _run_one(fn, op, x, rank, n_ranks)
+        got, problem = _run_one(fn, op, x, rank, n_ranks, root)
         sync()
         left_s = time.time()
         if op == "barrier":
             verdicts[op] = problem or _barrier_verdict(rank, n_ranks, arrived_s, left_s, timed_barrier)
             continue
-        want = spec(op).reference(inputs, root=ROOT)[rank] if (rank == ROOT or op not in ROOT_ONLY) else "any"
+        want = spec(op).reference(inputs, root=root)[rank] if (rank == root or op not in ROOT_ONLY) else "any"
         verdicts[op] = problem or (None if isinstance(want, str) else _verdict(op, rank, got, want))
     return {"backend": dist.get_backend(), "verdicts": verdicts}
 
@@ -232,10 +238,12 @@ def _barrier_verdict(rank, n_ranks, arrived_s, left_s, timed) -> str | None:
     return None
 
 
-def check_collectives(fn, n_ranks: int = 4, length: int = 8, timeout_s: float = 60.0) -> Outcome:
+def check_collectives(fn, n_ranks: int = 4, length: int = 8, timeout_s: float = 60.0, root: int = ROOT,
+                      seed: int | None = None) -> Outcome:
     """Run ``fn(op, x, rank, n_ranks, root)`` for every op on ``n_ranks`` ranks; ``details["verdicts"][op]``
     is None where every rank matched the numpy reference, else the first problem."""
-    outcome = run_checked(collectives_in_group, n_ranks, fn, length, what=f"run_collective on {n_ranks} ranks",
+    outcome = run_checked(collectives_in_group, n_ranks, fn, length, True, root, seed,
+                          what=f"run_collective on {n_ranks} ranks" + (f", root {root}" if root != ROOT else ""),
                           timeout_s=timeout_s)
     if not outcome.ok:
         return outcome
@@ -244,13 +252,14 @@ def check_collectives(fn, n_ranks: int = 4, length: int = 8, timeout_s: float = 
     return Outcome(outcome.values, wrong[0] if wrong else "", outcome.backend, {"verdicts": verdicts})
 
 
-def halves_in_group(rank, n_ranks, fn, length) -> dict:
-    """Inside a rank: ``fn(x, n_ranks)`` against ``dist.all_reduce`` of the same random whole numbers."""
+def halves_in_group(rank, n_ranks, fn, length, seed: int = 0) -> dict:
+    """Inside a rank: ``fn(x, n_ranks)`` against ``dist.all_reduce`` of the same random whole numbers (rank r's
+    drawn from ``seed`` + r)."""
     import torch
     import torch.distributed as dist
 
     device, sync = device_and_sync()
-    g = torch.Generator().manual_seed(rank)
+    g = torch.Generator().manual_seed(seed + rank)
     x = torch.randint(-50, 50, (length,), generator=g).to(torch.float32).to(device)
     want = x.clone()
     dist.all_reduce(want)
@@ -261,8 +270,9 @@ def halves_in_group(rank, n_ranks, fn, length) -> dict:
     return {"backend": dist.get_backend(), "problem": problem}
 
 
-def check_all_reduce_by_halves(fn, n_ranks: int = 4, length: int = 4096, timeout_s: float = 30.0) -> Outcome:
-    outcome = run_checked(halves_in_group, n_ranks, fn, length, what=f"all_reduce_by_halves on {n_ranks} ranks",
+def check_all_reduce_by_halves(fn, n_ranks: int = 4, length: int = 4096, timeout_s: float = 30.0,
+                               seed: int = 0) -> Outcome:
+    outcome = run_checked(halves_in_group, n_ranks, fn, length, seed, what=f"all_reduce_by_halves on {n_ranks} ranks",
                           timeout_s=timeout_s)
     problems = [v["problem"] for v in outcome.values or () if v["problem"]]
     return outcome if not outcome.ok else Outcome(outcome.values, problems[0] if problems else "", outcome.backend)

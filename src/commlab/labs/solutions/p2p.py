@@ -84,9 +84,13 @@ from commlab.labs.checking import Outcome, blocked_in, describe_failure, device_
 # --- ping-pong ----------------------------------------------------------------------------------------------
 
 
-def _pattern(nbytes: int, device):
+def _pattern(nbytes: int, device, seed: int | None = None):
+    """Rank 0's bytes: 1, 2, ..., 251, 1, ... (or, with ``seed``, random bytes from 1 to 255 drawn from it)."""
     import torch
 
+    if seed is not None:
+        drawn = torch.randint(1, 256, (nbytes,), generator=torch.Generator().manual_seed(seed), dtype=torch.int64)
+        return drawn.to(torch.uint8).to(device)
     return (torch.arange(nbytes, dtype=torch.int64) % 251 + 1).to(torch.uint8).to(device)
 
 
@@ -114,22 +118,25 @@ def _count_sends(fn, rank, buffer, n_round_trips) -> int:
     return counted[0]
 
 
-def ping_pong_in_group(rank, n_ranks, fn, sizes_nbytes, n_round_trips, n_repeats):
-    """Inside a rank: check the data of a first call, warm up, then time ``n_repeats`` calls per size; the
-    fastest call counts (other processes on a shared machine only ever add time)."""
+def ping_pong_in_group(rank, n_ranks, fn, sizes_nbytes, n_round_trips, n_repeats, counted_trips: int = 3,
+                       seed: int | None = None):
+    """Inside a rank: check the data of a first call (``counted_trips`` round trips, its messages counted),
+    warm up, then time ``n_repeats`` calls per size; the fastest call counts (other processes on a shared
+    machine only ever add time). ``seed``: rank 0's bytes drawn from it (else a fixed pattern)."""
     import torch
     import torch.distributed as dist
 
     device, sync = device_and_sync()
-    one_way_s, problems = [], []
+    one_way_s: list[float] = []
+    problems: list[str] = []
     for nbytes in sizes_nbytes:
-        want = _pattern(nbytes, device)
+        want = _pattern(nbytes, device, None if seed is None else seed + nbytes)
         buffer = want.clone() if rank == 0 else torch.zeros(nbytes, dtype=torch.uint8, device=device)
-        sent = _count_sends(fn, rank, buffer, 3)                # one message each way per round trip
+        sent = _count_sends(fn, rank, buffer, counted_trips)    # one message each way per round trip
         sync()
-        if rank <= 1 and sent not in (0, 3) and not one_way_s:
-            problems.append(f"with n_round_trips=3, rank {rank} sent {sent} messages instead of 3: each round trip "
-                            "is one message each way, so loop n_round_trips times")
+        if rank <= 1 and sent not in (0, counted_trips) and not one_way_s:
+            problems.append(f"with n_round_trips={counted_trips}, rank {rank} sent {sent} messages instead of "
+                            f"{counted_trips}: each round trip is one message each way, so loop n_round_trips times")
         if rank <= 1 and not torch.equal(buffer, want):
             problems.append(f"after one round trip of {nbytes} bytes, rank {rank}'s buffer does not hold rank 0's "
                             f"data ({'the reply did not come back' if rank == 0 else 'nothing arrived'})")
@@ -146,11 +153,12 @@ def ping_pong_in_group(rank, n_ranks, fn, sizes_nbytes, n_round_trips, n_repeats
 
 
 def measure_ping_pong(fn, sizes_nbytes, n_round_trips: int = 4, n_repeats: int = 7,
-                      timeout_s: float = 60.0) -> Outcome:
+                      timeout_s: float = 60.0, counted_trips: int = 3, seed: int | None = None) -> Outcome:
     """One-way times ``details["one_way_s"]`` (rank 0's clock: the fastest of ``n_repeats`` calls of
-    ``fn(rank, buffer, n_round_trips)``, divided by 2 n_round_trips), after checking the data moved."""
-    outcome = run_checked(ping_pong_in_group, 2, fn, list(sizes_nbytes), n_round_trips, n_repeats,
-                          what=f"{getattr(fn, '__name__', 'ping_pong')} on 2 ranks", timeout_s=timeout_s)
+    ``fn(rank, buffer, n_round_trips)``, divided by 2 n_round_trips), after checking the data moved
+    (``counted_trips`` round trips of rank 0's bytes, drawn from ``seed`` when it is given)."""
+    outcome = run_checked(ping_pong_in_group, 2, fn, list(sizes_nbytes), n_round_trips, n_repeats, counted_trips,
+                          seed, what=f"{getattr(fn, '__name__', 'ping_pong')} on 2 ranks", timeout_s=timeout_s)
     if not outcome.ok:
         return outcome
     problems = [p for v in outcome.rank_values for p in v["problems"]]
@@ -161,23 +169,37 @@ def measure_ping_pong(fn, sizes_nbytes, n_round_trips: int = 4, n_repeats: int =
 # --- two exchanges at once ----------------------------------------------------------------------------------
 
 
-def _halo_buffers(rank: int, nbytes: int, device):
+def halo_fills(n_ranks: int, seed: int | None = None) -> list[tuple[int, int]]:
+    """(to_left's byte, to_right's byte) of each rank: 2r + 1 and 2r + 2, or, with ``seed``, distinct bytes
+    from 1 to 255 drawn from it."""
+    if seed is None:
+        return [(2 * r + 1, 2 * r + 2) for r in range(n_ranks)]
+    import numpy as np
+
+    drawn = np.random.default_rng(seed).choice(np.arange(1, 256), size=2 * n_ranks, replace=False)
+    return [(int(drawn[2 * r]), int(drawn[2 * r + 1])) for r in range(n_ranks)]
+
+
+def _halo_buffers(rank: int, nbytes: int, device, fills=None):
     import torch
 
-    to_left = torch.full((nbytes,), 2 * rank + 1, dtype=torch.uint8, device=device)
-    to_right = torch.full((nbytes,), 2 * rank + 2, dtype=torch.uint8, device=device)
+    to_left_byte, to_right_byte = (fills or halo_fills(rank + 1))[rank]
+    to_left = torch.full((nbytes,), to_left_byte, dtype=torch.uint8, device=device)
+    to_right = torch.full((nbytes,), to_right_byte, dtype=torch.uint8, device=device)
     return to_left, to_right, torch.zeros_like(to_left), torch.zeros_like(to_right)
 
 
-def halo_in_group(rank, n_ranks, candidates, nbytes, n_repeats):
-    """Inside a rank: for each (name, fn), check what arrived from both neighbours, then time it (fastest)."""
+def halo_in_group(rank, n_ranks, candidates, nbytes, n_repeats, seed: int | None = None):
+    """Inside a rank: for each (name, fn), check what arrived from both neighbours, then time it (fastest).
+    ``seed``: the bytes each rank sends drawn from it (:func:`halo_fills`)."""
     import torch.distributed as dist
 
     device, sync = device_and_sync()
     left, right = (rank - 1) % n_ranks, (rank + 1) % n_ranks
     times_s, problems = {}, []
+    fills = halo_fills(n_ranks, seed)
     for name, fn in candidates:
-        to_left, to_right, from_left, from_right = _halo_buffers(rank, nbytes, device)
+        to_left, to_right, from_left, from_right = _halo_buffers(rank, nbytes, device, fills)
         runs_s = []
         for _ in range(n_repeats + 1):  # the first call is checked and not timed
             dist.barrier()
@@ -188,7 +210,7 @@ def halo_in_group(rank, n_ranks, candidates, nbytes, n_repeats):
             runs_s.append(time.perf_counter() - start)
             if len(runs_s) == 1:
                 got = (int(from_left[0]), int(from_left[-1]), int(from_right[0]), int(from_right[-1]))
-                want = (2 * left + 2,) * 2 + (2 * right + 1,) * 2
+                want = (fills[left][1],) * 2 + (fills[right][0],) * 2
                 if got != want:
                     problems.append(f"{name} on rank {rank}: from_left should hold rank {left}'s to_right "
                                     f"({want[0]}) and from_right rank {right}'s to_left ({want[2]}); got "
@@ -198,11 +220,11 @@ def halo_in_group(rank, n_ranks, candidates, nbytes, n_repeats):
 
 
 def compare_halo_exchanges(candidates, n_ranks: int, nbytes: int, n_repeats: int = 5,
-                           timeout_s: float = 60.0) -> Outcome:
+                           timeout_s: float = 60.0, seed: int | None = None) -> Outcome:
     """Run every ``(name, fn)`` halo exchange on ``n_ranks`` ranks, check what arrived, time each (rank 0's
-    fastest of ``n_repeats``, ``details["times_s"][name]``)."""
+    fastest of ``n_repeats``, ``details["times_s"][name]``); ``seed``: the bytes sent drawn from it."""
     names = " and ".join(name for name, _ in candidates)
-    outcome = run_checked(halo_in_group, n_ranks, list(candidates), nbytes, n_repeats,
+    outcome = run_checked(halo_in_group, n_ranks, list(candidates), nbytes, n_repeats, seed,
                           what=f"{names} on {n_ranks} ranks", timeout_s=timeout_s)
     if not outcome.ok:
         return outcome
@@ -241,9 +263,10 @@ def probe_eager_sizes(sizes_nbytes, pause_s: float = 0.1, backend: str = "gloo",
     return {n: outcome.rank_values[0]["early"][n] and outcome.rank_values[1]["early"][n] for n in sizes_nbytes}
 
 
-def exchange_in_group(rank, n_ranks, fn, n_elements):
+def exchange_in_group(rank, n_ranks, fn, n_elements, seed: int | None = None):
     """Inside a rank: ``fn(rank, n_ranks, outgoing, incoming)``, then every rank's buffers gathered and held
-    against the numpy reference (commlab.collectives' sendrecv: rank r receives rank r-1's buffer)."""
+    against the numpy reference (commlab.collectives' sendrecv: rank r receives rank r-1's buffer). Rank r
+    sends 10 r + (i mod 7), or, with ``seed``, whole numbers drawn from it."""
     import numpy as np
     import torch
     import torch.distributed as dist
@@ -251,7 +274,11 @@ def exchange_in_group(rank, n_ranks, fn, n_elements):
     from commlab.collectives import spec
 
     device, sync = device_and_sync()
-    outgoing = (torch.arange(n_elements, dtype=torch.int64) % 7 + 10 * rank).to(torch.float32).to(device)
+    if seed is None:
+        outgoing = (torch.arange(n_elements, dtype=torch.int64) % 7 + 10 * rank).to(torch.float32).to(device)
+    else:
+        drawn = torch.Generator().manual_seed(seed * 1009 + rank)
+        outgoing = torch.randint(-2**20, 2**20, (n_elements,), generator=drawn).to(torch.float32).to(device)
     incoming = torch.full_like(outgoing, -1.0)
     fn(rank, n_ranks, outgoing, incoming)
     sync()
@@ -266,10 +293,11 @@ def exchange_in_group(rank, n_ranks, fn, n_elements):
 
 
 def check_ring_exchange(fn, n_ranks_list=(2, 3, 4), n_elements: int = 256, timeout_s: float = 10.0,
-                        backend: str = "auto") -> Outcome:
-    """Run ``fn(rank, n_ranks, outgoing, incoming)`` on each N with a timeout and check what arrived."""
+                        backend: str = "auto", seed: int | None = None) -> Outcome:
+    """Run ``fn(rank, n_ranks, outgoing, incoming)`` on each N with a timeout and check what arrived
+    (``seed``: the buffers drawn from it)."""
     for n in n_ranks_list:
-        outcome = run_checked(exchange_in_group, n, fn, n_elements, what=f"{fn.__name__} on {n} ranks",
+        outcome = run_checked(exchange_in_group, n, fn, n_elements, seed, what=f"{fn.__name__} on {n} ranks",
                               timeout_s=timeout_s, backend=backend)
         problems = [p for v in outcome.values or () for p in v["problems"]]
         if not outcome.ok or problems:
