@@ -237,30 +237,42 @@ def compare_halo_exchanges(candidates, n_ranks: int, nbytes: int, n_repeats: int
 
 
 def probe_in_group(rank, n_ranks, sizes_nbytes, pause_s):
-    """Inside ranks 0 and 1: start an isend, wait ``pause_s``, ask if it completed before the peer's irecv."""
+    """Inside ranks 0 and 1: rank 1 posts its receive ``pause_s`` late and rank 0 times its blocking send. A send
+    that returns well before the receive was posted did not wait for it (an eager send); one that returns after
+    about ``pause_s`` waited. (``is_completed()`` cannot tell: for gloo's send work it turns true only inside
+    ``wait()``.) Returns ``{"send_s": {nbytes: seconds}}`` on rank 0."""
     import torch
     import torch.distributed as dist
 
-    device, _ = device_and_sync()
-    peer, early = 1 - rank, {}
+    device, sync = device_and_sync()
+    send_s = {}
     for nbytes in sizes_nbytes:
-        outgoing = torch.ones(nbytes, dtype=torch.uint8, device=device)
-        incoming = torch.empty(nbytes, dtype=torch.uint8, device=device)
-        send = dist.isend(outgoing, peer)
-        time.sleep(pause_s)
-        early[nbytes] = bool(send.is_completed())  # done before the peer posted its receive?
-        dist.irecv(incoming, peer).wait()
-        send.wait()
-    return {"backend": dist.get_backend(), "early": early}
+        buffer = torch.ones(nbytes, dtype=torch.uint8, device=device)
+        dist.barrier()                                  # both ranks start the size together
+        if rank == 0:
+            start = time.perf_counter()
+            dist.send(buffer, 1)
+            sync()
+            send_s[nbytes] = time.perf_counter() - start
+        else:
+            time.sleep(pause_s)                         # the receive is posted late on purpose
+            dist.recv(buffer, 0)
+    return {"backend": dist.get_backend(), "send_s": send_s}
+
+
+#: A send that returned in less than this share of the receiver's delay did not wait for the receive.
+EAGER_SHARE = 0.5
 
 
 def probe_eager_sizes(sizes_nbytes, pause_s: float = 0.1, backend: str = "gloo", timeout_s: float = 30.0) -> dict:
-    """{nbytes: True if a send of that size completed before the peer posted its receive} on 2 ranks."""
+    """{nbytes: True if a send of that size returned before the peer posted its receive} on 2 ranks: the send
+    returned in less than ``EAGER_SHARE`` of the receiver's ``pause_s`` delay."""
     outcome = run_checked(probe_in_group, 2, list(sizes_nbytes), pause_s, what="the send probe",
                           backend=backend, timeout_s=timeout_s)
     if not outcome.ok:
         raise RuntimeError(outcome.problem)
-    return {n: outcome.rank_values[0]["early"][n] and outcome.rank_values[1]["early"][n] for n in sizes_nbytes}
+    send_s = outcome.rank_values[0]["send_s"]
+    return {n: send_s[n] < EAGER_SHARE * pause_s for n in sizes_nbytes}
 
 
 def exchange_in_group(rank, n_ranks, fn, n_elements, seed: int | None = None):
