@@ -19,7 +19,7 @@ b s h x 2 bytes (1 x 4096 x 8192 x 2 = 64 MiB for a 70B-class model), four times
 >>> from commlab.parallelism.network import Network
 >>> t, _ = Network(gpu("h100"), n_gpus=64).collective_s("all_reduce", ar.nbytes_per_call, 8, 8)
 >>> round(t * 1e3, 2)                                                      # the same group, one GPU a node
-2.73
+3.01
 """
 from __future__ import annotations
 
