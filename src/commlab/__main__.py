@@ -3,4 +3,5 @@ import sys
 
 from commlab.cli import main
 
-sys.exit(main())
+if __name__ == "__main__":          # so that a process started by multiprocessing's spawn does not run the CLI again
+    sys.exit(main())

@@ -22,8 +22,8 @@ The pieces, with their lines (constants and sources in :mod:`commlab.tuner.nccl_
   each network hop paying at least the post overhead (1 us Intel, 2 AMD, x 3 for Simple) and the latency the
   net plugin reports (twice for Simple); a tree ``2((ppn-1) intra + log2(nodes) inter)``; NVLS one NVLink
   hop (25 us) plus one network hop (``tuning.cc:384-435``);
-* enabled: LL128 only over NVLink inside a node (``tuning.cc:518-536``), NVLSTree only across nodes, NVLS
-  only on one node without CollNet (``tuning.cc:498-512``);
+* enabled: LL128 only where a node's GPUs are joined by NVLink, on one node or across nodes (``tuning.cc:518-536``),
+  NVLSTree only across nodes, NVLS only on one node without CollNet (``tuning.cc:498-512``);
 * per size: the Tree all-reduce correction factors (``tuning.cc:620-642``; NVLSTree's estimate too on Blackwell
   with an x86 host, ``:643-646``, :func:`nvlstree_corrected`) and the ring plateau (latency x 1.4
   across nodes, ``tuning.cc:647-650``).
