@@ -100,7 +100,7 @@ def ring_step() -> None:
     from commlab.nccl import nccl_tests_log
     from commlab.scorecard.calibration import held_out_run
     from commlab.scorecard.fixture_machines import fixture_machine
-    from commlab.scorecard.scorecard import best_ring_step_us
+    from commlab.scorecard.choose import best_ring_step_us
     from commlab.tuner.machine import parse_machine
     from commlab.tuner.networks import RING_NET_STEP_LOG, RING_NET_STEP_US
 
@@ -134,7 +134,8 @@ def tcpxo_hop() -> None:
 
     from commlab.tuner.machine import parse_machine
     from commlab.tuner.networks import TCPXO_CALIBRATION_LOG, TCPXO_HOP_US
-    from commlab.scorecard.scorecard import best_net_latency_us, score_file
+    from commlab.scorecard.choose import best_net_latency_us
+    from commlab.scorecard.scorecard import score_file
     from commlab.nccl import nccl_tests_log
 
     desc = "gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=200,net=tcpxo"

@@ -210,7 +210,7 @@ def test_the_tcpxo_hop_is_chosen_on_its_calibration_run_and_holds_on_log_12():
 
     from commlab.tuner.machine import parse_machine
     from commlab.tuner.networks import TCPXO_CALIBRATION_LOG, TCPXO_HOP_US
-    from commlab.scorecard.scorecard import best_net_latency_us
+    from commlab.scorecard.choose import best_net_latency_us
 
     path = resources.files("commlab") / "data" / "nccl" / TCPXO_CALIBRATION_LOG
     desc = "gpu=h100,gpus_per_node=8,nodes=2,nics_per_node=8,nic_Gbps=200,net=tcpxo"
@@ -228,7 +228,7 @@ def test_the_ring_network_step_is_chosen_on_shipped_log_13_and_holds_on_the_held
     from pathlib import Path
 
     from commlab.scorecard.calibration import held_out_run
-    from commlab.scorecard.scorecard import best_ring_step_us
+    from commlab.scorecard.choose import best_ring_step_us
     from commlab.tuner.machine import parse_machine
     from commlab.tuner.networks import RING_NET_STEP_LOG, RING_NET_STEP_US
 

@@ -36,12 +36,7 @@ def clean(nb: dict) -> dict:
     """
     metadata = nb.setdefault("metadata", {})
     metadata.pop("widgets", None)
-    kernel = metadata.get("kernelspec")
-    if isinstance(kernel, dict) and kernel.get("name") == "python3":
-        metadata["kernelspec"] = dict(KERNELSPEC)
-    language = metadata.get("language_info")
-    if isinstance(language, dict):
-        metadata["language_info"] = {"name": language.get("name", "python")}
+    _commit_metadata(metadata)
     for cell in nb.get("cells", []):
         if not isinstance(cell, dict):
             continue
@@ -55,6 +50,16 @@ def clean(nb: dict) -> dict:
     return nb
 
 
+def _commit_metadata(metadata: dict) -> None:
+    """A notebook's metadata as committed, in place: the shared Python kernelspec, the language's name alone."""
+    kernel = metadata.get("kernelspec")
+    if isinstance(kernel, dict) and kernel.get("name") == "python3":
+        metadata["kernelspec"] = dict(KERNELSPEC)
+    language = metadata.get("language_info")
+    if isinstance(language, dict):
+        metadata["language_info"] = {"name": language.get("name", "python")}
+
+
 def clean_text(text: str) -> str:
     """The committed form of the notebook ``text``; ``text`` itself when it is not a notebook's JSON."""
     try:
@@ -66,8 +71,6 @@ def clean_text(text: str) -> str:
     return json.dumps(clean(nb), indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-
-
 def pre_save(model: dict, **kwargs) -> None:
     """jupyter_server's ``pre_save_hook``: a notebook's metadata as committed (its outputs left alone)."""
     if not isinstance(model, dict) or model.get("type") != "notebook" or not isinstance(model.get("content"), dict):
@@ -75,9 +78,4 @@ def pre_save(model: dict, **kwargs) -> None:
     metadata = model["content"].get("metadata")
     if not isinstance(metadata, dict):
         return
-    kernel = metadata.get("kernelspec")
-    if isinstance(kernel, dict) and kernel.get("name") == "python3":
-        metadata["kernelspec"] = dict(KERNELSPEC)
-    language = metadata.get("language_info")
-    if isinstance(language, dict):
-        metadata["language_info"] = {"name": language.get("name", "python")}
+    _commit_metadata(metadata)

@@ -33,6 +33,30 @@ DTYPES = ("float16", "bfloat16", "float32", "float64", "int8", "int16", "int32",
 _HEADER = struct.Struct("!Q")
 
 
+def tensors_in(value, found: list | None = None) -> list:
+    """Every torch tensor in ``value``, in the order the other side sees them: inside lists, tuples and dicts, a
+    point-to-point op's tensor (torch's ``P2POp`` or the sandbox's), a module's parameters and buffers
+    (``state_dict(keep_vars=True)``). Without torch loaded there can be none, and torch is not imported for it."""
+    found = [] if found is None else found
+    if "torch" not in sys.modules:
+        return found
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        found.append(value)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            tensors_in(v, found)
+    elif isinstance(value, dict):
+        for v in value.values():
+            tensors_in(v, found)
+    elif type(value).__name__ == "P2POp":
+        found.append(value.tensor)
+    elif isinstance(value, torch.nn.Module):
+        found.extend(value.state_dict(keep_vars=True).values())
+    return found
+
+
 class WireError(CommlabError):
     """A frame or a value that breaks the rules of this module (too large, too deep, an unknown kind)."""
 

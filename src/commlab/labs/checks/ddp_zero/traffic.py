@@ -17,23 +17,12 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
+from commlab.labs import wire
+
 COLLECTIVES = ("all_reduce", "reduce_scatter_single", "reduce_scatter_tensor", "reduce_scatter", "all_gather_single",
                "all_gather_into_tensor", "all_gather", "broadcast", "reduce", "barrier", "all_to_all_single")
 _OUT_IN = ("reduce_scatter_single", "reduce_scatter_tensor", "all_gather_single", "all_gather_into_tensor",
            "all_to_all_single")
-
-
-def _tensors(value, found: list) -> None:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        found.append(value)
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            _tensors(v, found)
-    elif isinstance(value, dict):
-        for v in value.values():
-            _tensors(v, found)
 
 
 class LocalGate:
@@ -90,8 +79,7 @@ class Recorder:
 
     def _wrap(self, name, original):
         def recorded(*args, **kwargs):
-            found: list = []
-            _tensors((args, kwargs), found)
+            found = wire.tensors_in((args, kwargs))
             handle = next(self._ids) if kwargs.get("async_op") else None
             self.log.append({"kind": "call", "name": name, "async": handle is not None, "handle": handle,
                              "inputs": [t.detach().clone() for t in found]})
