@@ -123,6 +123,12 @@ def waiting_for_the_other_ranks(poll_s: float = 0.01) -> None:
     target = math.ceil(store.add("commlab-ddp-zero-done", 1) / world) * world
     while store.add("commlab-ddp-zero-done", 0) < target:
         time.sleep(poll_s)
+    # Rank 0 hosts the store (commlab.launch.worker): it leaves only once every rank has seen the count
+    # reach its target, or a rank still polling would find the server gone (connection reset by peer).
+    left = math.ceil(store.add("commlab-ddp-zero-left", 1) / world) * world
+    if dist.get_rank() == 0:
+        while store.add("commlab-ddp-zero-left", 0) < left:
+            time.sleep(poll_s)
 
 
 # --- reading the record ---------------------------------------------------------------------------------------
