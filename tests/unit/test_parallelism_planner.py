@@ -395,6 +395,24 @@ def test_zero_2_and_3_hold_two_layers_whole_gradients_until_their_reduce_scatter
     assert two.gradients == pytest.approx(whole / 64 + UNSHARDED_GRAD_LAYERS * cfg.grad_nbytes * m.layer_params)
 
 
+def test_16_bit_gradients_add_an_fp32_copy_sharded_with_the_optimizer_states():
+    """Megatron-LM's FP16 optimizer: 2 + 2 + 12 + 4 = 20 bytes per parameter with 16-bit gradients, against
+    2 + 4 + 12 = 18 with FP32 ones, the copy sharded as the optimizer states are under ZeRO-1."""
+    from commlab.parallelism.catalogue import gpu, model
+    from commlab.parallelism.layout_memory import memory_of
+    from commlab.parallelism.plan_config import PlanConfig
+
+    m = model("7B")
+    n = m.n_layers * m.layer_params + 2 * m.embedding_params                               # TP 1, PP 1
+    for zero, shards in ((0, 1), (1, 8)):
+        b16, f32 = (memory_of(PlanConfig(model=m, gpu=gpu("h100"), n_gpus=8, grad_reduce=g), 1, 1, 1, 8, zero)
+                    for g in ("bf16", "fp32"))
+        states16 = b16.parameters + b16.gradients + b16.optimizer_states
+        states32 = f32.parameters + f32.gradients + f32.optimizer_states
+        assert states16 == pytest.approx(n * (2 + 2 + 16 / shards)), zero
+        assert states32 == pytest.approx(n * (2 + 4 + 12 / shards)), zero
+
+
 def test_a_pipeline_that_leaves_the_node_sends_at_the_network_boundarys_pace():
     """Stages 4 ranks apart on 8-GPU nodes: every other boundary crosses the network, and every micro-batch
     passes it; a pipeline inside one node stays on NVLink."""

@@ -35,8 +35,6 @@ MISSES = {
     ("tflops", "MT-NLG 530B, 3,360 A100"): "predicted about 1.5x (compute): DeepSpeed's pipeline engine, as on 2,240",
     ("best", "Llama 3 405B, 8K, 8,192 H100"): "84% of the best: TP 8's collectives exposed, as Megatron-LM runs them "
                                               "by default, against TP 2 x CP 2 x PP 8 (exposed TP)",
-    ("best", "Megatron-LM 18.4B, 256 A100"): "83% of the best: TP 8's all-reduces, exposed (no sequence parallelism, "
-                                             "no overlap in 2021), against TP 2 x PP 2 (exposed TP)",
     ("tflops", "BLOOM 176B, 384 A100"): "predicted about 1.3x (compute): a run of DeepSpeed's pipeline engine, as "
                                         "MT-NLG",
 }

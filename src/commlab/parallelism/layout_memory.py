@@ -2,6 +2,14 @@
 stage (:mod:`commlab.parallelism.memory`; under ZeRO-2/3 also the whole gradients of the layers being reduced,
 under ZeRO-3 the whole weights of the layers being gathered), the activations of the micro-batches 1F1B keeps
 in flight there, and on the last stage the logits.
+
+**16-bit gradients keep an FP32 copy beside the master weights.** The optimizer steps in FP32, so where the
+gradients are reduced in 16 bits (``grad_reduce="bf16"``) the mixed-precision optimizer gives every master
+weight an FP32 gradient of its own: 4 more bytes per parameter, sharded as the optimizer states are. Megatron-LM's
+``FP16OptimizerWithFP16Params._copy_model_grads_to_main_grads`` allocates it at the first step
+(``main_param.grad = torch.empty_like(main_param)``) and its ``zero_grad`` never frees it (NVIDIA/Megatron-LM,
+megatron/optimizer/optimizer.py at 0076441, 2021); DeepSpeed's ZeRO-1/2 keeps it for its partition only. With FP32
+gradients the optimizer reads them where they are and there is no copy.
 """
 from __future__ import annotations
 
@@ -9,6 +17,8 @@ from commlab.parallelism.memory import BYTES_OPTIMIZER, BYTES_WEIGHTS, MemoryBre
 from commlab.parallelism.plan_config import PlanConfig
 from commlab.parallelism.stages import stage_layers
 
+MASTER_GRAD_NBYTES = 4
+"""An FP32 gradient per master weight where the gradients themselves are 16-bit (module docstring)."""
 UNSHARDED_GRAD_LAYERS = 2
 """Layers whose whole gradient a ZeRO-2/3 (FSDP) GPU holds at once: the one being reduce-scattered and the one its
 backward is producing. FSDP reduce-scatters each unit's gradient after that unit's backward, and frees the
@@ -42,6 +52,8 @@ def memory_of(cfg: PlanConfig, tp: int, cp: int, pp: int, dp: int, zero: int, vp
         first, last = i == 0, i == pp - 1
         n = (counts[i] * spec.layer_params + spec.embedding_params * (int(first) + int(last))) / tp
         weights, grads, optim = BYTES_WEIGHTS * n, cfg.grad_nbytes * n, BYTES_OPTIMIZER * n
+        if cfg.grad_nbytes < MASTER_GRAD_NBYTES:   # 16-bit gradients: the optimizer's FP32 copy of them
+            optim += MASTER_GRAD_NBYTES * n
         if zero >= 1:
             optim /= group
         if zero >= 2:                          # sharded, but a layer's whole gradient lives until its reduce-scatter
