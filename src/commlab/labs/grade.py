@@ -51,7 +51,7 @@ def _rows(learner, entry: registry.Lab, module: Path, problem: str, status: str,
 #: What a grader process imports before any lab is graded, in the fork server (those of torch only where a
 #: lab of the run starts ranks: importing torch takes about 2 s of CPU, once per run instead of once per lab).
 SERVER_PRELOAD = ("numpy", "commlab.labs.grade_lab", "commlab.labs.remote", "commlab.labs.wire",
-                  "commlab.labs.sandbox", "commlab.labs.checking")
+                  "commlab.labs.sandbox", "commlab.labs.checking", "commlab.labs.student_sandbox")
 TORCH_PRELOAD = ("torch", "torch.distributed", "torch.nn", "commlab.launch", "commlab.p2p")
 
 
@@ -93,7 +93,7 @@ def _wait_forked(context, spec_path: Path, errors: Path, work: Path, wait_s: flo
 
 def _wait_spawned(spec_path: Path, errors: Path, work: Path, wait_s: float) -> tuple[int | None, bool]:
     """(exit status, timed out) of ``python -m commlab.labs.grade --child SPEC`` (no fork server here)."""
-    from commlab.labs.grade_lab import ends_with_parent
+    from commlab.labs.forked import ends_with_parent
 
     env = {k: v for k, v in os.environ.items() if k not in ("COMMLAB_LAB_SOLUTIONS",)}
     with open(errors, "wb") as err:
@@ -136,6 +136,38 @@ def _run_child(spec: dict, wait_s: float, work: Path, context=None) -> tuple[lis
 
 def _grade_student(learner, folder: Path, labs: list[str], options: Options, package: Path, work: Path,
                    seed: int, on_result, prefix: str = "commlab-sandbox-", context=None) -> list[Graded]:
+    shared: list = []                            # the student's sandbox, while it can take a further lab
+    try:
+        return _grade_labs(learner, folder, labs, options, package, work, seed, on_result, prefix, context, shared)
+    finally:
+        for box in shared:
+            box.stop()
+
+
+def _shared_sandbox(shared: list, labs: list[str], options: Options, package: Path, work: Path, prefix: str,
+                    context) -> dict | None:
+    """The spec of the student's sandbox for their next lab (:mod:`commlab.labs.student_sandbox`): the one they
+    have while it is usable, else a fresh one; None without bubblewrap or a fork server (each lab then starts a
+    sandbox of its own)."""
+    from commlab.labs import sandbox, student_sandbox
+
+    if context is None or sandbox.bwrap_path() is None:
+        return None
+    if shared and shared[0].usable():
+        return shared[0].spec()
+    for box in shared:
+        box.stop()
+    shared.clear()
+    preload = "torch" if any(registry.lab(name).max_ranks for name in labs) else "none"
+    made = student_sandbox.start(context, work, package, options.limits, prefix, preload)
+    if made is None:
+        return None
+    shared.append(made)
+    return made.spec()
+
+
+def _grade_labs(learner, folder: Path, labs: list[str], options: Options, package: Path, work: Path, seed: int,
+                on_result, prefix: str, context, shared: list) -> list[Graded]:
     found: list[Graded] = []
     student_deadline = time.time() + options.student_timeout_s
     for name in labs:
@@ -156,7 +188,8 @@ def _grade_student(learner, folder: Path, labs: list[str], options: Options, pac
                     "work": str(work), "package": str(package), "seed": seed, "checks": options.checks_dir,
                     "log": str(logs / f"{name}.log"), "out": str(work / f"out-{secrets.token_hex(6)}.json"),
                     "limits": asdict(options.limits) if options.limits is not None else None,
-                    "cgroup_prefix": prefix, "cache": str(work / "cache")}
+                    "cgroup_prefix": prefix, "cache": str(work / "cache"),
+                    "zygote": _shared_sandbox(shared, labs, options, package, work, prefix, context)}
             done, last, timed_out = _run_child(spec, timeout_s + GRACE_S, work, context)
             rows = done or []
             missing = [t for t in entry.tasks if t.name not in {r.task for r in rows}]

@@ -19,7 +19,6 @@ import inspect
 import json
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import threading
@@ -30,6 +29,7 @@ from pathlib import Path
 
 from commlab.errors import CommlabError
 from commlab.labs import registry
+from commlab.labs.forked import ends_with_parent, let_the_server_end
 from commlab.labs.graded import Graded
 
 #: The most bytes of a student's folder copied into their sandbox (their own files only).
@@ -123,7 +123,8 @@ class _LabRun:
         self.deadline = time.time() + self.timeout_s
         self.rows: list[Graded] = []
         self.lock = threading.Lock()
-        self.work = Path(tempfile.mkdtemp(prefix="lab-", dir=spec["work"]))
+        shared = spec.get("zygote")               # the student's sandbox, shared by their labs (student_sandbox)
+        self.work = Path(tempfile.mkdtemp(prefix="lab-", dir=shared["root"] if shared else spec["work"]))
         self.channel = Channel(str(self.work / "chan"), self.deadline)
         self.boxes: list = []
         self.status = "fail"                      # of the rows fail_rest writes: "error" when the grader failed
@@ -148,6 +149,22 @@ class _LabRun:
             (channels / str(rank)).mkdir(parents=True)
         home = self.work / "home"
         _copy_student(Path(self.module).parent, home)
+        shared = self.spec.get("zygote")
+        if shared:                                # a process forked by the student's sandbox, in its own folder
+            from commlab.labs.student_sandbox import LabProcess
+
+            def inside(path: Path) -> str:
+                return f"{sandbox.CHANNEL}/{path.relative_to(shared['root'])}"
+
+            request = {"channels": inside(channels), "lab": self.entry.name, "world": world, "home": inside(home),
+                       "module": inside(home / Path(self.module).name)}
+            try:
+                self.boxes.append(LabProcess(shared["ctl"], request, self.spec["log"]))
+                return
+            except (OSError, ValueError) as exc:  # the shared sandbox is gone: this lab gets one of its own
+                with open(self.spec["log"], "a") as said:
+                    print(f"commlab: the student's sandbox did not take this lab ({exc}); a fresh one runs it",
+                          file=said)
         args = [str(channels), self.entry.name, str(home / Path(self.module).name), str(world)]
         with open(self.spec["log"], "ab") as log:
             self.boxes.append(sandbox.start("commlab.labs.sandboxed", args, package=Path(self.spec["package"]),
@@ -268,40 +285,12 @@ def child(spec_path: str) -> int:
     os._exit(0)   # a thread stuck in a check (its sandbox is gone) must not keep this process alive
 
 
-def ends_with_parent() -> None:
-    """In a grader process, first: a session of its own, and killed when its parent is (Ctrl-C, a kill of the
-    grading run): its sandboxes end with it (bubblewrap's --die-with-parent)."""
-    os.setsid()
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)          # PR_SET_PDEATHSIG (Linux)
-    except (OSError, AttributeError):
-        pass
-
-
-def _let_the_server_end() -> None:
-    """Close this process's copy of the fork server's "alive" pipe (multiprocessing hands every forked process
-    one, and the server ends only when every copy is closed): the server then ends with the grading run, and this
-    process with the server (its PR_SET_PDEATHSIG), even when the grading run is killed."""
-    from multiprocessing import forkserver
-
-    server = getattr(forkserver, "_forkserver", None)
-    fd = getattr(server, "_forkserver_alive_fd", None)
-    if isinstance(fd, int):
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-        server._forkserver_alive_fd = None  # type: ignore[union-attr]
-
-
 def forked_child(spec_path: str, errors_path: str, cwd: str) -> None:
     """A grader process forked from the grading run's fork server (torch and the checks already imported):
     a session of its own, killed with its parent, its output to ``errors_path``, none of the solutions switch
     of the instructor's environment; then :func:`child`."""
     ends_with_parent()
-    _let_the_server_end()
+    let_the_server_end()
     fd = os.open(errors_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)

@@ -13,7 +13,8 @@ from commlab.errors import CommlabError
 #: Parts of the package a student's process never gets: the references, the checks (answer keys), the book's
 #: exercise bank and its answers, the grader itself.
 HIDDEN = ("labs/solutions", "labs/checks", "exercises", "labs/grade.py", "labs/grade_lab.py", "labs/graded.py",
-          "labs/gradebook.py", "labs/collect.py", "labs/reference_cache.py")
+          "labs/gradebook.py", "labs/collect.py", "labs/reference_cache.py", "labs/student_sandbox.py",
+          "labs/forked.py")
 
 
 def _stub_source(text: str, names: set[str], why: str) -> str:
