@@ -19,6 +19,10 @@ same limits, a clean environment and a process group of its own, and :func:`isol
 isolated then: the files of the machine, the network, other processes of the same user, and descendants
 that leave the process group.
 
+Under bubblewrap a grading run gives each student one such sandbox for all of their labs, whose first process
+forks each lab and clears the namespace after it (:mod:`commlab.labs.student_sandbox`,
+:mod:`commlab.labs.zygote`); without it, and where that sandbox cannot take a lab, each lab starts its own.
+
 The parts live in files of their own and are importable from here as before: :mod:`commlab.labs.limits`
 (:class:`Limits`, applied before exec), :mod:`commlab.labs.cgroups` (:class:`Cgroups`) and
 :mod:`commlab.labs.student_package` (:func:`package_copy`, :data:`HIDDEN`, :func:`remove_tree`).
