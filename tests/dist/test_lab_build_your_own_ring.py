@@ -87,6 +87,36 @@ def test_mistakes_are_named_in_words():
     assert "not written yet (NotImplementedError: write the ring all-reduce)" in missing
 
 
+def test_rings_checked_together_get_the_reports_each_gets_alone():
+    """check_rings: one launch per N for several pairs, the same report per pair as check_ring gives it (the
+    wrong chunk fails at N = 2 and is not run at N = 3 and 4, as check_ring stops there; a ring that records no
+    sends passes, its schedule unchecked); a crash leaves it to check_ring."""
+    pairs = [(lab.KINDS["all_reduce"], "all_reduce"), (_wrong_chunk, "reduce_scatter"),
+             (lab.KINDS["all_gather"], "all_gather"), (_untraced, "reduce_scatter")]
+    together = p2p.check_rings(pairs, (2, 3, 4), (12, 24), seed=7)        # even chunks: the wrong one is wrong,
+    alone = [p2p.check_ring(fn, kind, (2, 3, 4), (12, 24), seed=7) for fn, kind in pairs]   # not a crash
+    assert together == alone
+    assert [r.ok for r in together] == [True, False, True, True]
+    assert {c.n_ranks for c in together[1].cases} == {2} and not together[3].traced
+    assert p2p.check_rings([(lab.KINDS["all_reduce"], "all_reduce"), (_send_first, "all_reduce")], (2,), (4,),
+                           timeout_s=3) is None
+
+
+def _no_steps(buffer, tracer):
+    """An all-gather phase that sends nothing: the buffer keeps this rank's chunk alone."""
+
+
+def test_the_graders_checks_together_say_what_each_tasks_check_says():
+    from commlab.labs.checks import build_your_own_ring as checks
+
+    fns = {"reduce_scatter_steps": (lab.reduce_scatter_steps,), "all_gather_steps": (_no_steps,),
+           "ring_all_reduce": (lab.ring_all_reduce,)}
+    together = checks.drawn_together(fns, seed=5)
+    alone = {task: getattr(checks, f"drawn_{task}")(fn, seed=5) for task, (fn,) in fns.items()}
+    assert {t: o.problem for t, o in together.items()} == {t: o.problem for t, o in alone.items()}
+    assert together["all_gather_steps"].problem and not together["ring_all_reduce"].problem
+
+
 def test_a_deadlock_is_stopped_and_named():
     words = lab.in_words(p2p.check_ring(_send_first, "all_reduce", (2,), (4,), timeout_s=3))
     assert "did not finish within 3 s: a deadlock?" in words and "waiting in dist.send (in _send_first" in words

@@ -98,6 +98,25 @@ def _run_one(label: str, check: Callable, *args, **kwargs) -> tuple[str, float, 
     return problem, time.perf_counter() - start, timed_out
 
 
+def _run_together(together: Callable | None, by_task: dict, **kwargs) -> tuple[dict, float, bool]:
+    """(task -> outcome, seconds, timed_out) of a check module's ``check_together`` / ``drawn_together``: the
+    checks of several tasks run at once, with the same verdicts as each task's own (one launch of ranks for all,
+    say). An empty dict where the module has none, or where it could not decide (a crash it leaves to each
+    task's own check to tell)."""
+    from commlab.labs.remote import GradingTimeout
+
+    if together is None:
+        return {}, 0.0, False
+    start = time.perf_counter()
+    try:
+        found = together(by_task, **kwargs)
+    except GradingTimeout:
+        return {}, time.perf_counter() - start, True
+    except Exception:  # noqa: BLE001 - each task's own check runs instead, and tells what went wrong
+        found = None
+    return dict(found or {}), time.perf_counter() - start, False
+
+
 def _last_line(path: Path) -> str:
     """The last line of a (possibly large) log file."""
     try:
@@ -217,17 +236,30 @@ class _LabRun:
         functions = hello.get("functions") or {}
         checks = importlib.import_module(f"commlab.labs.checks.{self.entry.name}")
         seed = int(self.spec["seed"])
+        by_task = {task.name: remote.remote_functions(dataclasses.replace(self.channel, collectives=task.collectives),
+                                                      task.functions, functions) for task in self.entry.tasks}
+        public, public_s, timed_out = _run_together(getattr(checks, "check_together", None), by_task)
+        if timed_out:
+            return self.fail_rest(self.timed_out_problem(), public_s)
+        drawn_all, drawn_s, timed_out = _run_together(getattr(checks, "drawn_together", None), by_task, seed=seed)
+        if timed_out:
+            return self.fail_rest(self.timed_out_problem(), drawn_s)
         for task in self.entry.tasks:
-            channel = dataclasses.replace(self.channel, collectives=task.collectives)
-            fns = remote.remote_functions(channel, task.functions, functions)
+            fns = by_task[task.name]
             check = getattr(checks, task.check)
             settings = getattr(checks, "GRADING", {}).get(task.name, {})   # e.g. fewer timed repeats
-            problem, seconds, timed_out = _run_one(task.name, check, *fns, **settings)
+            if task.name in public:
+                problem, seconds, timed_out = _problem_of(public[task.name]), public_s / len(public), False
+            else:
+                problem, seconds, timed_out = _run_one(task.name, check, *fns, **settings)
             if timed_out:
                 return self.fail_rest(self.timed_out_problem(), seconds)
             rows = [(task.name, "public", problem, seconds)]
             drawn = getattr(checks, f"drawn_{task.name}", None)
-            if drawn is not None:
+            if task.name in drawn_all:
+                rows.append((f"{task.name} (drawn)", "drawn", _problem_of(drawn_all[task.name]),
+                             drawn_s / len(drawn_all)))
+            elif drawn is not None:
                 problem, seconds, timed_out = _run_one(task.name, drawn, *fns, seed=seed)
                 if timed_out:
                     return self.fail_rest(self.timed_out_problem(), seconds)

@@ -11,11 +11,11 @@ Inside a rank (see :func:`commlab.launch.run`)::
 From the notebook: ``p2p.check_ring(my_ring_all_reduce, "all_reduce")``.
 Importing this package does not import torch.
 """
-from commlab.p2p.check import KINDS, check_ring
+from commlab.p2p.check import KINDS, check_ring, check_rings
 from commlab.p2p.execute import execute, tree_all_reduce
 from commlab.p2p.report import CaseResult, CheckReport
 from commlab.p2p.ring import ring_all_gather, ring_all_reduce, ring_reduce_scatter
 from commlab.p2p.tracer import Tracer
 
-__all__ = ["KINDS", "CaseResult", "CheckReport", "Tracer", "check_ring", "execute", "ring_all_gather",
+__all__ = ["KINDS", "CaseResult", "CheckReport", "Tracer", "check_ring", "check_rings", "execute", "ring_all_gather",
            "ring_all_reduce", "ring_reduce_scatter", "tree_all_reduce"]

@@ -106,6 +106,38 @@ def _validate(fn, kind: str, n_ranks_list, lengths, timeout_s: float):
     return n_list, length_list
 
 
+def _check_ranks(rank: int, n_ranks: int, pairs: list, lengths: tuple[int, ...], seed: int) -> list[dict]:
+    """Inside one rank: :func:`_check_rank` for each (fn, kind) of ``pairs``, in turn."""
+    return [_check_rank(rank, n_ranks, fn, kind, lengths, seed) for fn, kind in pairs]
+
+
+class _Verdict:
+    """What :func:`check_ring` has found so far for one (fn, kind): the cases, the traces, the departures."""
+
+    def __init__(self, kind: str, algorithm: str):
+        self.kind, self.algorithm = kind, algorithm
+        self.cases: list[CaseResult] = []
+        self.departures: list[tuple] = []
+        self.traced: list[tuple[int, int]] = []
+
+    def add(self, n: int, per_rank: list[dict]) -> CheckReport:
+        """The report once the parts of the launch at N = ``n`` (one dict per rank) are counted."""
+        from commlab.schedules import build, compare_trace
+
+        self.cases += [case for part in per_rank for case in part["results"]]
+        for length, trace in per_rank[0]["traces"].items():
+            if trace:
+                self.traced.append((n, length))
+                departure = compare_trace(build(self.algorithm, n), trace)
+                if departure is not None:
+                    self.departures.append((n, length, departure))
+        return self.report()
+
+    def report(self, crash=None) -> CheckReport:
+        return CheckReport(self.kind, self.algorithm, tuple(self.cases), tuple(self.departures), tuple(self.traced),
+                           crash=crash)
+
+
 def check_ring(fn, kind: str, n_ranks_list=range(2, 9), lengths=DEFAULT_LENGTHS, timeout_s: float = 60.0,
                seed: int = 0, algorithm: str | None = None) -> CheckReport:
     """Run ``fn`` on real gloo ranks for each N in ``n_ranks_list`` and each length; compare with torch.
@@ -116,28 +148,44 @@ def check_ring(fn, kind: str, n_ranks_list=range(2, 9), lengths=DEFAULT_LENGTHS,
     ``kind``). ``timeout_s`` bounds each launch: a deadlocked ring is stopped and reported with its stack.
     """
     from commlab.launch import RankError, run
-    from commlab.schedules import build, compare_trace
 
     n_list, length_list = _validate(fn, kind, n_ranks_list, lengths, timeout_s)
-    algorithm = algorithm or "ring-" + kind.replace("_", "-")
-    cases: list[CaseResult] = []
-    departures: list[tuple] = []
-    traced: list[tuple[int, int]] = []
+    verdict = _Verdict(kind, algorithm or "ring-" + kind.replace("_", "-"))
+    report = verdict.report()
     for n in n_list:
         try:
             per_rank = run(_check_rank, n, fn, kind, length_list, seed, backend="gloo", timeout_s=timeout_s,
                            verbose=False)
         except RankError as exc:
-            return CheckReport(kind, algorithm, tuple(cases), tuple(departures), tuple(traced),
-                               crash=describe_crash(kind, n, exc, timeout_s))
-        cases += [case for part in per_rank for case in part["results"]]
-        for length, trace in per_rank[0]["traces"].items():
-            if trace:
-                traced.append((n, length))
-                departure = compare_trace(build(algorithm, n), trace)
-                if departure is not None:
-                    departures.append((n, length, departure))
-        report = CheckReport(kind, algorithm, tuple(cases), tuple(departures), tuple(traced))
+            return verdict.report(crash=describe_crash(kind, n, exc, timeout_s))
+        report = verdict.add(n, per_rank)
         if not report.ok:
             return report
     return report
+
+
+def check_rings(pairs, n_ranks_list=range(2, 9), lengths=DEFAULT_LENGTHS, timeout_s: float = 60.0,
+                seed: int = 0) -> list[CheckReport] | None:
+    """:func:`check_ring` for several ``(fn, kind)`` pairs with one launch per N for all of them (each pair on
+    its ring schedule): the report :func:`check_ring` gives each pair, or None where a launch failed (a crash
+    or a deadlock, whose report must name the pair it came from: run :func:`check_ring` on each pair then).
+    A pair that fails at some N is not run at the larger ones, as :func:`check_ring` stops there."""
+    from commlab.launch import RankError, run
+
+    pairs = list(pairs)
+    checked = [_validate(fn, kind, n_ranks_list, lengths, timeout_s) for fn, kind in pairs]
+    n_list, length_list = checked[0] if checked else ((), ())
+    verdicts = [_Verdict(kind, "ring-" + kind.replace("_", "-")) for _, kind in pairs]
+    reports = [v.report() for v in verdicts]
+    for n in n_list:
+        live = [i for i, r in enumerate(reports) if r.ok]
+        if not live:
+            break
+        try:
+            per_rank = run(_check_ranks, n, [pairs[i] for i in live], length_list, seed, backend="gloo",
+                           timeout_s=timeout_s, verbose=False)
+        except RankError:
+            return None
+        for j, i in enumerate(live):
+            reports[i] = verdicts[i].add(n, [part[j] for part in per_rank])
+    return reports
