@@ -33,6 +33,27 @@ def _conn() -> socket.socket:
     return sock
 
 
+def _post(value) -> None:
+    """A request the grader answers with nothing (an isend, a send's wait, a ``tracer.record``): kept, and
+    written with the next request this process waits on, or before the call's answer. The grader reads the
+    frames in the order they were made, and every rank writes what it posted before it waits on anything, so
+    no rank waits on a request another has not written."""
+    _conn()
+    _STATE.setdefault("outbox", []).append(wire.frame("J", wire.encode(value)))
+
+
+def _send(sock: socket.socket, value) -> None:
+    """A request this process waits on, after every request posted before it."""
+    _flush(sock)
+    wire.send_value(sock, value)
+
+
+def _flush(sock: socket.socket) -> None:
+    box = _STATE.pop("outbox", None)
+    if box:
+        sock.sendall(b"".join(box))
+
+
 def _plain(value):
     """``value`` with every P2POp as a dict, ready for :func:`commlab.labs.wire.encode`."""
     if isinstance(value, P2POp):
@@ -68,12 +89,12 @@ def _relay(name: str, args: tuple, kwargs: dict):
         first = _STATE.setdefault("posted", 0)
         _STATE["posted"] = first + n
         handles = list(range(first, first + n))
-        wire.send_value(sock, {"dist": name, "args": _plain(args), "kwargs": _plain(kwargs), "post": handles})
+        _post({"dist": name, "args": _plain(args), "kwargs": _plain(kwargs), "post": handles})
         if name == "batch_isend_irecv":
             ops = args[0] if args else kwargs.get("p2p_op_list", [])
             return [Work(h, [t], getattr(op, "op_name", "") == "isend") for h, t, op in zip(handles, tensors, ops)]
         return Work(handles[0], tensors, name == "isend")
-    wire.send_value(sock, {"dist": name, "args": _plain(args), "kwargs": _plain(kwargs)})
+    _send(sock, {"dist": name, "args": _plain(args), "kwargs": _plain(kwargs)})
     reply = _reply(sock)
     if "refused" in reply:
         raise RuntimeError(reply["refused"])
@@ -88,7 +109,7 @@ def ask(kind: str, *args) -> dict:
     """A question of the grader's harness (:mod:`commlab.labs.harness`) to the grader, e.g. ("gate", step): the
     grader's answer (it records the question where it falls among the relayed calls)."""
     sock = _conn()
-    wire.send_value(sock, {"dist": kind, "args": list(args), "kwargs": {}})
+    _send(sock, {"dist": kind, "args": list(args), "kwargs": {}})
     reply = _reply(sock)
     if "refused" in reply:
         raise RuntimeError(reply["refused"])
@@ -105,11 +126,11 @@ class Work:
 
     def wait(self, timeout=None) -> bool:
         if not self.done and self.send:
-            wire.send_value(_conn(), {"dist": "wait", "handle": self.handle, "post": []})
+            _post({"dist": "wait", "handle": self.handle, "post": []})
             self.done = True
         if not self.done:
             sock = _conn()
-            wire.send_value(sock, {"dist": "wait", "handle": self.handle})
+            _send(sock, {"dist": "wait", "handle": self.handle})
             reply = _reply(sock)
             if "refused" in reply:
                 raise RuntimeError(reply["refused"])
@@ -179,9 +200,9 @@ def _relay_tracer_class():
 
         def record(self, dst: int, *, step: int, chunk: int, reduce: bool = False) -> None:
             super().record(dst, step=step, chunk=chunk, reduce=reduce)
-            sock = _conn()        # posted without waiting: a record the grader refuses fails the call at its end
-            wire.send_value(sock, {"dist": "record", "args": [dst], "kwargs": {"step": step, "chunk": chunk,
-                                                                                "reduce": reduce}, "post": []})
+            # posted without waiting: a record the grader refuses fails the call at its end
+            _post({"dist": "record", "args": [dst], "kwargs": {"step": step, "chunk": chunk, "reduce": reduce},
+                   "post": []})
 
         def gather(self) -> list:
             raise RuntimeError("tracer.gather() is the grader's: record your sends, the grader gathers them")
@@ -253,9 +274,11 @@ def _serve(sock: socket.socket, module, loaded: dict) -> None:
             payload = wire.encode(answer)
         except (wire.WireError, RecursionError) as exc:
             payload = wire.encode({"unsendable": str(exc)})
+        _flush(sock)
         wire.send_frame(sock, "J", payload)
     finally:
         _STATE.pop("sock", None)
+        _STATE.pop("outbox", None)
 
 
 def _listen(path: str) -> socket.socket:

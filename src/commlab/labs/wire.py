@@ -252,9 +252,15 @@ def pack_trusted(value) -> bytes:
 
 # --- frames on a socket ---------------------------------------------------------------------------------------
 
+def frame(kind: str, body: bytes) -> bytes:
+    """One frame's bytes: its length, a one-letter kind ("J": an :func:`encode` payload, "P": pickled), the
+    body. Frames written one after another on a stream are read back one by one (:func:`recv_frame`)."""
+    return _HEADER.pack(len(body) + 1) + kind.encode()[:1] + body
+
+
 def send_frame(sock: socket.socket, kind: str, body: bytes) -> None:
-    """One frame: its length, a one-letter kind ("J": an :func:`encode` payload, "P": pickled), the body."""
-    sock.sendall(_HEADER.pack(len(body) + 1) + kind.encode()[:1] + body)
+    """One frame (:func:`frame`) on ``sock``."""
+    sock.sendall(frame(kind, body))
 
 
 def _read(sock: socket.socket, n: int) -> bytes:
