@@ -260,9 +260,19 @@ def _call_in_group(fn, args, kwargs, spec: RankSpec, inbox: Inbox, res_fd: int):
         torch.cuda.set_device(spec.rank)
     dist.init_process_group(spec.backend, store=store, rank=spec.rank, world_size=spec.n_ranks,
                             timeout=timeout)
+    _all_joined(store, spec)
     value = fn(spec.rank, spec.n_ranks, *args, **kwargs)
     _leave_group()
     return value
+
+
+def _all_joined(store, spec: RankSpec) -> None:
+    """Wait on the store (not on a collective: no record, no sequence number) until every rank has its group.
+    gloo connects every pair of ranks inside ``init_process_group``; without this, a rank whose function makes
+    no collective could return and exit while a peer was still connecting to it, and that peer would fail
+    ("Gloo connectFullMesh failed ... Connection closed by peer")."""
+    store.set(f"commlab-joined-{spec.rank}", "1")
+    store.wait([f"commlab-joined-{r}" for r in range(spec.n_ranks)], timedelta(seconds=spec.timeout_s))
 
 
 def _leave_group() -> None:
