@@ -11,6 +11,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import grading_helpers
 import pytest
 
 from commlab.labs import registry
@@ -18,18 +19,9 @@ from commlab.labs import registry
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _helpers():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("grading_helpers", Path(__file__).with_name("grading_helpers.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _wrong():
     """The deliberately wrong functions of tests/dist/test_lab_learner_code.py (one file, one list)."""
-    return _helpers().wrong_functions()
+    return grading_helpers.wrong_functions()
 
 
 def write(folder: Path, lab: str, text: str) -> None:
@@ -38,7 +30,7 @@ def write(folder: Path, lab: str, text: str) -> None:
 
 
 def right(lab: str) -> str:
-    return _helpers().honest_source(lab)
+    return grading_helpers.honest_source(lab)
 
 
 def commlab(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess:

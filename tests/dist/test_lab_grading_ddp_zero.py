@@ -16,18 +16,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import grading_helpers
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _helpers():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("grading_helpers", Path(__file__).with_name("grading_helpers.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 #: the wrong versions, one function each: {student: source} (bob has five mistakes, one per task)
@@ -232,7 +224,7 @@ ZOE = textwrap.dedent('''
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("ddp-zero-class")
-    students = {"ada": _helpers().honest_source("ddp_zero"), "bob": BOB, "eve": EVE, "zoe": ZOE,
+    students = {"ada": grading_helpers.honest_source("ddp_zero"), "bob": BOB, "eve": EVE, "zoe": ZOE,
                 "mallory": "from commlab.labs.solutions.ddp_zero import *  # noqa\n"}
     for name, text in students.items():
         (root / name).mkdir()

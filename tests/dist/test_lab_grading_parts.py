@@ -17,6 +17,7 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+import grading_helpers
 import pytest
 
 from commlab.errors import CommlabError
@@ -24,15 +25,6 @@ from commlab.labs import collect, gradebook, wire
 from commlab.labs.grade import Graded
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _helpers():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("grading_helpers", Path(__file__).with_name("grading_helpers.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _round_trip(value):
@@ -184,7 +176,7 @@ def _commlab(*args, cwd=REPO, timeout_s=300):
 
 def test_check_class_says_what_it_skipped_and_grades_a_nested_mine(tmp_path, no_child_left):
     klass = tmp_path / "class"
-    honest = _helpers().honest_source("ring_vs_tree")
+    honest = grading_helpers.honest_source("ring_vs_tree")
     (klass / ".git").mkdir(parents=True)
     (klass / "bo.zip").write_bytes(b"")
     (klass / "readme.txt").write_text("hi")
@@ -250,7 +242,7 @@ def test_collect_cli_and_a_bad_destination(tmp_path):
 def test_without_bubblewrap_the_fallback_says_what_it_does_not_isolate_and_still_judges(tmp_path, no_child_left):
     klass = tmp_path / "class"
     (klass / "ada").mkdir(parents=True)
-    (klass / "ada" / "ring_vs_tree.py").write_text(_helpers().honest_source("ring_vs_tree"))
+    (klass / "ada" / "ring_vs_tree.py").write_text(grading_helpers.honest_source("ring_vs_tree"))
     (klass / "bob").mkdir()
     (klass / "bob" / "ring_vs_tree.py").write_text(
         "import json, os, sys\nprint('all passed')\nos._exit(0)\n")

@@ -11,6 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import grading_helpers
 import pytest
 
 from commlab.labs import sandbox
@@ -52,17 +53,8 @@ SLEEPER_ALIVE = textwrap.dedent("""
 KILLS_ITS_SANDBOX = "\nimport os as _os, signal as _signal\n_os.kill(_os.getppid(), _signal.SIGKILL)\n"
 
 
-def _helpers():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("grading_helpers", Path(__file__).with_name("grading_helpers.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_a_students_labs_share_a_sandbox_that_each_lab_leaves_empty(tmp_path, no_child_left):
-    honest = _helpers().honest_source
+    honest = grading_helpers.honest_source
     klass, hidden, seen = tmp_path / "class", tmp_path / "hidden", tmp_path / "seen"
     for folder in (klass / "ada", klass / "bo", hidden, seen):
         folder.mkdir(parents=True)
