@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from commlab.calibration import value
 from commlab.errors import CommlabError
 from commlab.parallelism.catalogue import ModelSpec
 from commlab.parallelism.planner import Layout, evaluate, network_for, plan
@@ -35,6 +36,11 @@ GOAL_BEST = 0.15
 """The published layout's predicted throughput within 15 % of the planner's best."""
 GOAL_TFLOPS = 0.25
 """Predicted TFLOPs per GPU within 25 % of the published figure."""
+DEEPSPEED_PIPELINE_SLOWDOWN = value("DEEPSPEED_PIPELINE_SLOWDOWN")
+"""Megatron-LM's measured throughput over DeepSpeed's pipeline engine's on the same job: the 530B model of
+TP 8 x PP 35 on 2,240 A100 of the same machine with full recomputation, 175 hardware TFLOPs per GPU (42.1 % MFU,
+Korthikanti et al.) against MT-NLG's 126 (Smith et al.). A ratio of two published measurements, not of the
+planner; what it was checked on is in commlab/data/calibration.csv."""
 
 
 @dataclass(frozen=True)
@@ -57,7 +63,7 @@ class PublishedRun:
     zeros: tuple[int, ...] = (0, 1)
     """ZeRO stages the run's framework offers: the published layout is scored at the best of them, and the
     planner's best is sought among layouts that framework could run (no ZeRO in Megatron-LM of 2021, ZeRO-1 with
-    DeepSpeed's pipeline engine, FSDP inside PP for Llama 3)."""
+    DeepSpeed's pipeline engine, FSDP inside PP for Llama 3: :data:`FSDP_INSIDE_PP`)."""
     nics_per_node: int = 0
     nic_Gbps: float = 0.0
     sequence_parallel: bool = True
@@ -74,6 +80,11 @@ class PublishedRun:
     overlap_grad_reduce: bool = True
     """False where the run's framework reduced gradients after the last backward (Megatron-LM of 2021-22,
     DeepSpeed's pipeline engine)."""
+    framework_slowdown: float = 1.0
+    """How much slower than Megatron-LM's schedule the run's framework was measured running the same job
+    (:data:`DEEPSPEED_PIPELINE_SLOWDOWN` for DeepSpeed's pipeline engine). The planner times Megatron-LM's
+    schedule, so the run's predicted throughput is the planner's divided by it; its rank and its share of the
+    best do not change, since the planner's best runs in the same framework."""
 
 
 def _gpt(name, title, n_params, hidden, layers, heads, vocab, source):
@@ -95,12 +106,22 @@ _BLOOM = ("BigScience 2022, 'BLOOM: A 176B-Parameter Open-Access Multilingual La
           "batch 2,048 x 2,048 tokens; BigScience's training page: 'one copy of the model takes 48 GPUs', 'training "
           "throughput: about 150 TFLOPs': https://bigscience.notion.site/BigScience-176B-Model-ad073ca07cdf479398d5f95d88e218c4")
 
+FSDP_INSIDE_PP = (1, 2)
+"""FSDP inside a pipeline, in the planner's stages. Llama 3 shards gradients and optimizer state with FSDP and does
+not reshard the parameters after the forward (arXiv 2407.21783, sec. 3.3.2): ZeRO-2's sharding, whose gradients
+are reduce-scattered after every micro-batch. PyTorch's own pipeline schedules, on which torchtitan composes FSDP2
+with PP, instead turn FSDP's gradient sync off for every micro-batch but the last and reduce-scatter once per step
+(``torch/distributed/pipelining/stage.py``: ``backward_maybe_with_nosync`` calls
+``set_requires_gradient_sync(False)``, ``perform_reduce_grad`` turns it back on after the last backward): ZeRO-1's
+traffic, with the whole gradients held through the step. The paper does not say which its framework does, so
+both are offered and the run is scored at the faster that fits."""
+
 _BEFORE_2023: dict[str, Any] = dict(sequence_parallel=False, attention="softmax", context_parallel=False,
                                     overlap_grad_reduce=False)
 """What the A100 runs of 2021-22 ran without: sequence parallelism, FlashAttention, context parallelism, and a
 gradient reduction overlapped with the backward (module docstring)."""
 _MEGATRON_2021: dict[str, Any] = dict(_BEFORE_2023, grad_reduce="bf16", zeros=(0,))
-_DEEPSPEED_PIPE: dict[str, Any] = dict(_BEFORE_2023, max_vp=1)
+_DEEPSPEED_PIPE: dict[str, Any] = dict(_BEFORE_2023, max_vp=1, framework_slowdown=DEEPSPEED_PIPELINE_SLOWDOWN)
 FRAMEWORKS: dict[str, dict[str, Any]] = {"megatron-2021": _MEGATRON_2021,
                                          "megatron-2022": dict(_BEFORE_2023, zeros=(0,)),
                                          "deepspeed-pipeline": _DEEPSPEED_PIPE}
@@ -108,11 +129,11 @@ FRAMEWORKS: dict[str, dict[str, Any]] = {"megatron-2021": _MEGATRON_2021,
 
 RUNS = (
     PublishedRun("Llama 3 405B, 8K, 8,192 H100", _405B, "h100", 8192, 8, 16, 1, 8192, 16 * 2**20, 430, "model",
-                 "unknown", _LLAMA3, zeros=(2,)),
+                 "unknown", _LLAMA3, zeros=FSDP_INSIDE_PP),
     PublishedRun("Llama 3 405B, 8K, 16,384 H100", _405B, "h100", 16384, 8, 16, 1, 8192, 16 * 2**20, 400, "model",
-                 "unknown", _LLAMA3, zeros=(2,)),
+                 "unknown", _LLAMA3, zeros=FSDP_INSIDE_PP),
     PublishedRun("Llama 3 405B, 128K, 16,384 H100", _405B, "h100", 16384, 8, 16, 16, 131072, 16 * 2**20, 380,
-                 "model", "unknown", _LLAMA3, zeros=(2,)),
+                 "model", "unknown", _LLAMA3, zeros=FSDP_INSIDE_PP),
     PublishedRun("MT-NLG 530B, 2,240 A100", _gpt("530B", "MT-NLG 530B", 530_000_000_000, 20480, 105, 128, 50257,
                                                   _MTNLG),
                  "a100-80gb", 2240, 8, 35, 1, 2048, 1920 * 2048, 126, "hardware", "full", _MTNLG,
@@ -163,8 +184,11 @@ class Comparison:
 
     @property
     def predicted_tflops(self) -> float:
+        """The published layout's TFLOPs per GPU as the planner times it, over the framework's measured
+        slowdown (:attr:`PublishedRun.framework_slowdown`), counted as the source counts them."""
         x = self.published
-        return x.tflops_per_gpu if self.run.flops == "model" else x.hardware_tflops_per_gpu
+        rate = x.tflops_per_gpu if self.run.flops == "model" else x.hardware_tflops_per_gpu
+        return rate / self.run.framework_slowdown
 
     @property
     def tflops_ratio(self) -> float:
@@ -196,10 +220,12 @@ class Comparison:
         best = self.best
         assert best is not None
         miss = f"; decided by {self.deciding()}" if self.deciding() else ""
+        slow = (f", the planner's rate / {r.framework_slowdown:.2f} for its framework, measured against Megatron-LM"
+                if r.framework_slowdown != 1 else "")
         return (f"{r.name}: published {lay} (v {x.vp}, ZeRO-{x.zero}, b {x.micro_batch}, {self.recompute} "
                 f"recomputation) rank {self.rank} of "
                 f"{self.n_ranked}, {self.of_best:.0%} of the best ({best.name}); predicted {self.predicted_tflops:.0f} "
-                f"vs published {r.tflops_per_gpu:g} TFLOPs/GPU ({r.flops} FLOPs, {self.tflops_ratio:.2f}x){miss}")
+                f"vs published {r.tflops_per_gpu:g} TFLOPs/GPU ({r.flops} FLOPs, {self.tflops_ratio:.2f}x){slow}{miss}")
 
     def as_json(self) -> dict:
         r, x, best = self.run, self.published, self.best
@@ -208,7 +234,8 @@ class Comparison:
                                                                                   "dp": x.dp},
                 "scored_as": {"vp": x.vp, "zero": x.zero, "micro_batch": x.micro_batch, "recompute": self.recompute},
                 "fits": self.fits, "reason": x.reason, "rank": self.rank, "of": self.n_ranked,
-                "predicted_tokens_per_s": round(x.tokens_per_s, 1),
+                "predicted_tokens_per_s": round(x.tokens_per_s / r.framework_slowdown, 1),
+                "framework_slowdown": r.framework_slowdown,
                 "best": None if best is None else {"name": best.name, "tokens_per_s": round(best.tokens_per_s, 1)},
                 "of_best": round(self.of_best, 4), "published_tflops_per_gpu": r.tflops_per_gpu, "flops": r.flops,
                 "predicted_tflops_per_gpu": round(self.predicted_tflops, 1),
