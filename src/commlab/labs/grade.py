@@ -52,7 +52,7 @@ def _rows(learner, entry: registry.Lab, module: Path, problem: str, status: str,
 #: lab of the run starts ranks: importing torch takes about 2 s of CPU, once per run instead of once per lab).
 SERVER_PRELOAD = ("numpy", "commlab.labs.grade_lab", "commlab.labs.remote", "commlab.labs.wire",
                   "commlab.labs.sandbox", "commlab.labs.checking", "commlab.labs.student_sandbox")
-TORCH_PRELOAD = ("torch", "torch.distributed", "torch.nn", "commlab.launch", "commlab.p2p")
+TORCH_PRELOAD = ("torch", "torch.distributed", "torch.nn", "commlab.launch", "commlab.p2p", "commlab.schedules")
 
 
 def _fork_server(labs: list[str]):

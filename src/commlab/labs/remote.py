@@ -129,8 +129,6 @@ class RemoteFunction:
         return copy
 
     def __call__(self, *args, **kwargs):
-        import pickle
-
         rank, world, relay = 0, 0, None
         if "torch" in __import__("sys").modules:
             import torch.distributed as dist
@@ -142,10 +140,10 @@ class RemoteFunction:
         sent_args = _stand_ins(args, tracers)
         with self.channel.connect(rank) as sock:
             request = {"op": "call", "fn": self.__name__, "rank": rank, "world": world,
-                       "args": pickle.dumps((sent_args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)}
+                       "args": wire.pack_trusted((sent_args, kwargs))}
             if self.harness:
                 request["harness"] = self.harness
-            wire.send_frame(sock, "P", pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+            wire.send_frame(sock, "P", wire.pack_trusted(request))
             try:
                 while True:
                     sock.settimeout(self.channel.left_s())
@@ -158,7 +156,7 @@ class RemoteFunction:
                         raise wire.WireError("the sandbox asked for torch.distributed outside a group")
                     reply = relay.run(answer, tracers)
                     if reply is not None:              # a posted request is answered when it is waited on
-                        wire.send_frame(sock, "P", pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
+                        wire.send_frame(sock, "P", wire.pack_trusted(reply))
             except TimeoutError:
                 raise GradingTimeout(f"{self.__name__} did not answer before the lab's time was up") from None
             except EOFError:

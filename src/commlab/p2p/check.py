@@ -35,19 +35,39 @@ def _input(rank: int, length: int, seed: int):
     return torch.randint(-8, 9, (length,), generator=generator).to(torch.float32)
 
 
-def _reference(kind: str, x, tracer: Tracer):
-    """What torch.distributed's own collective gives this rank for the whole-buffer input ``x``."""
+def _references(kind: str, xs: list, tracers: list[Tracer]) -> list:
+    """What torch.distributed's own collective gives this rank for each whole-buffer input of ``xs``: one
+    ``dist.all_reduce`` of the inputs laid end to end (a sum is elementwise, so each slice is that input's sum),
+    not one a case."""
     import torch
     import torch.distributed as dist
 
-    if kind == "all_gather":  # zero but for this rank's chunk: the sum over ranks is the gathered buffer
-        alone = torch.zeros_like(x)
-        tracer.chunk(alone, tracer.rank).copy_(tracer.chunk(x, tracer.rank))
-        dist.all_reduce(alone)
-        return alone
-    total = x.clone()
+    parts = []
+    for x, tracer in zip(xs, tracers):
+        if kind == "all_gather":  # zero but for this rank's chunk: the sum over ranks is the gathered buffer
+            alone = torch.zeros_like(x)
+            tracer.chunk(alone, tracer.rank).copy_(tracer.chunk(x, tracer.rank))
+            parts.append(alone)
+        else:
+            parts.append(x)
+    total = torch.cat(parts) if parts else torch.zeros(0)
     dist.all_reduce(total)
-    return total if kind == "all_reduce" else tracer.chunk(total, tracer.rank).clone()
+    wants = list(total.split([part.numel() for part in parts]))
+    if kind == "reduce_scatter":
+        return [tracer.chunk(want, tracer.rank).clone() for want, tracer in zip(wants, tracers)]
+    return wants
+
+
+def _gather_traces(local: list[dict], n_ranks: int) -> list[dict]:
+    """Every rank's records, one trace per (function, length) as :meth:`Tracer.gather` sorts them, from one
+    ``all_gather_object`` for all of them; ``local`` holds this rank's records, length -> transfers, one dict
+    per function."""
+    import torch.distributed as dist
+
+    everyone: list = [None] * n_ranks
+    dist.all_gather_object(everyone, local)
+    return [{length: sorted(t for part in everyone for t in part[i][length]) for length in mine}
+            for i, mine in enumerate(local)]
 
 
 def _compare(n_ranks: int, length: int, rank: int, got, want) -> CaseResult:
@@ -74,20 +94,26 @@ def _call(fn, x, tracer: Tracer):
     return fn(x, tracer) if takes_tracer else fn(x)
 
 
-def _check_rank(rank: int, n_ranks: int, fn, kind: str, lengths: tuple[int, ...], seed: int) -> dict:
-    """Inside one rank: every length, compared; rank 0 also returns the gathered traces."""
-    results, traces = [], {}
-    for length in lengths:
-        x = _input(rank, length, seed)
-        tracer = Tracer(rank, n_ranks, length)
+def _check_rank(rank: int, n_ranks: int, fn, kind: str, lengths: tuple[int, ...], seed: int,
+                gather: bool = True) -> dict:
+    """Inside one rank: every length, compared; rank 0 also returns the gathered traces (``gather=False``: this
+    rank's own records, for :func:`_check_ranks` to gather with those of the other functions)."""
+    xs = [_input(rank, length, seed) for length in lengths]
+    tracers = [Tracer(rank, n_ranks, length) for length in lengths]
+    wants = _references(kind, xs, tracers)
+    results = []
+    for length, x, tracer, want in zip(lengths, xs, tracers, wants):
         given = tracer.chunk(x, rank).clone() if kind == "all_gather" else x.clone()
         try:
             got = _call(fn, given, tracer)
         except Exception as exc:
             raise RuntimeError(f"{kind} with n_ranks={n_ranks}, length={length}: "
                                f"{type(exc).__name__}: {exc}") from exc
-        results.append(_compare(n_ranks, length, rank, got, _reference(kind, x, tracer)))
-        traces[length] = tracer.gather()
+        results.append(_compare(n_ranks, length, rank, got, want))
+    local = {length: list(tracer.transfers) for length, tracer in zip(lengths, tracers)}
+    if not gather:
+        return {"results": results, "traces": local}
+    (traces,) = _gather_traces([local], n_ranks)
     return {"results": results, "traces": traces if rank == 0 else {}}
 
 
@@ -107,8 +133,11 @@ def _validate(fn, kind: str, n_ranks_list, lengths, timeout_s: float):
 
 
 def _check_ranks(rank: int, n_ranks: int, pairs: list, lengths: tuple[int, ...], seed: int) -> list[dict]:
-    """Inside one rank: :func:`_check_rank` for each (fn, kind) of ``pairs``, in turn."""
-    return [_check_rank(rank, n_ranks, fn, kind, lengths, seed) for fn, kind in pairs]
+    """Inside one rank: :func:`_check_rank` for each (fn, kind) of ``pairs``, in turn, and their traces gathered
+    at once."""
+    parts = [_check_rank(rank, n_ranks, fn, kind, lengths, seed, gather=False) for fn, kind in pairs]
+    traces = _gather_traces([part["traces"] for part in parts], n_ranks)
+    return [{"results": part["results"], "traces": trace if rank == 0 else {}} for part, trace in zip(parts, traces)]
 
 
 class _Verdict:

@@ -57,10 +57,15 @@ class Tracer:
         return chunk_bounds(self.length, self.n_ranks)
 
     def chunk(self, buffer, c: int):
-        """The view of chunk ``c`` of ``buffer`` (a 1-D tensor of ``length`` elements); no copy."""
-        bounds = self.chunk_bounds
+        """The view of chunk ``c`` of ``buffer`` (a 1-D tensor of ``length`` elements); no copy. Its bounds are
+        :attr:`chunk_bounds`' ``c`` and ``c + 1``, computed here without numpy: the first ``length % n_ranks``
+        chunks are one element longer, so chunk ``c`` starts at ``c * base + min(c, extra)``."""
+        if self.length is None:
+            raise CommlabError("this Tracer was made without length=, so it does not know the chunk bounds")
         c = _whole("chunk", c, 0, self.n_ranks - 1)
-        return buffer[int(bounds[c]):int(bounds[c + 1])]
+        base, extra = divmod(self.length, self.n_ranks)
+        start = c * base + min(c, extra)
+        return buffer[start:start + base + (1 if c < extra else 0)]
 
     def record(self, dst: int, *, step: int, chunk: int, reduce: bool = False) -> None:
         """Note that this rank sends ``chunk`` to ``dst`` in ``step`` (the receiver adds it if ``reduce``)."""
