@@ -65,7 +65,8 @@ def _fork_server(labs: list[str]):
     if "forkserver" not in multiprocessing.get_all_start_methods() or os.environ.get("COMMLAB_GRADER_START") == "spawn":
         return None
     context = multiprocessing.get_context("forkserver")
-    preload = list(SERVER_PRELOAD) + [f"commlab.labs.checks.{name}" for name in labs]
+    preload = list(SERVER_PRELOAD) + [f"commlab.labs.checks.{name}" for name in labs] + \
+        sorted({m for name in labs for m in registry.lab(name).imports})
     if any(registry.lab(name).max_ranks for name in labs):
         preload = list(TORCH_PRELOAD) + preload
     context.set_forkserver_preload(preload)
@@ -158,7 +159,8 @@ def _shared_sandbox(shared: list, labs: list[str], options: Options, package: Pa
     for box in shared:
         box.stop()
     shared.clear()
-    preload = "torch" if any(registry.lab(name).max_ranks for name in labs) else "none"
+    preload = ",".join(["torch"] + sorted({m for name in labs for m in registry.lab(name).imports})) \
+        if any(registry.lab(name).max_ranks for name in labs) else "none"
     made = student_sandbox.start(context, work, package, options.limits, prefix, preload)
     if made is None:
         return None

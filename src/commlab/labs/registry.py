@@ -52,6 +52,11 @@ class Lab:
     not_graded: str = ""
     """Why ``commlab labs check`` cannot grade this lab in its sandbox ("" when it can): its tasks are then
     reported as skipped with this reason, and the lab is checked by its notebook and its torchrun script."""
+    imports: tuple[str, ...] = ()
+    """Modules this lab's code (the student's or its checks') imports on first use that are slow to import:
+    ``torch._dynamo``, which the first torch optimizer of a process imports (``torch/_compile.py``, about 1 s
+    of CPU). When a class is graded, the fork server and each student's sandbox import them once, so that the
+    lab's ranks, forked after, do not each import them again."""
 
     @property
     def max_ranks(self) -> int:
@@ -89,10 +94,10 @@ LABS: tuple[Lab, ...] = (
         ("commlab.cost.alpha_beta:ring_all_reduce_time_s", "commlab.cost.alpha_beta:tree_all_reduce_time_s",
          "commlab.cost.alpha_beta:all_reduce_time_s", "commlab.cost.fit:crossover_nbytes")),
     Lab("ddp_overlap", "DDP's buckets",
-        (_one("layers_from_model"), _one("ddp_buckets", 2))),
+        (_one("layers_from_model"), _one("ddp_buckets", 2)), imports=("torch._dynamo",)),
     Lab("ddp_zero", "DDP and ZeRO-1 by hand: overlap, buckets, accumulation, a sharded optimizer",
         (_one("allreduce_gradients", 3), _one("overlapped_ddp", 3), _one("bucketed_ddp", 3),
-         _one("accumulate_gradients", 3), _one("zero1", 3))),
+         _one("accumulate_gradients", 3), _one("zero1", 3)), imports=("torch._dynamo",)),
     Lab("bandwidth_sweep", "a bandwidth sweep and its fit",
         (_one("bus_factor"), _one("least_squares_alpha_beta"), _one("protocol_time_s")),
         ("commlab.collectives:busbw_factor", "commlab.collectives:CollectiveSpec.busbw_factor",

@@ -160,9 +160,15 @@ def main(ctl_path: str, preload: str) -> int:
     if os.getpid() != 2 or not os.path.exists("/proc/1"):
         print("commlab.labs.zygote runs only as the first process of a sandbox's PID namespace", file=sys.stderr)
         return 2
-    if preload == "torch":
+    modules = preload.split(",")
+    if "torch" in modules:
         import torch  # noqa: F401 - imported once here, so that no lab pays for it
         import torch.distributed  # noqa: F401
+        import importlib
+
+        for name in modules:               # the labs' slow first imports (commlab.labs.registry.Lab.imports)
+            if name.startswith("torch.") and name.replace(".", "").replace("_", "").isalnum():
+                importlib.import_module(name)
     import numpy  # noqa: F401
 
     from commlab.labs import mine, sandboxed, wire  # noqa: F401 - what every lab's process uses

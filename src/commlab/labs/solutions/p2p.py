@@ -275,10 +275,22 @@ def probe_eager_sizes(sizes_nbytes, pause_s: float = 0.1, backend: str = "gloo",
     return {n: send_s[n] < EAGER_SHARE * pause_s for n in sizes_nbytes}
 
 
+def _outgoing(rank: int, n_elements: int, seed: int | None):
+    """Rank ``rank``'s buffer: 10 r + (i mod 7), or, with ``seed``, whole numbers drawn from it."""
+    import torch
+
+    if seed is None:            # whole numbers below 2**24: exact in float32
+        return torch.arange(n_elements, dtype=torch.float32).remainder_(7).add_(10 * rank)
+    drawn = torch.Generator().manual_seed(seed * 1009 + rank)
+    return torch.randint(-2**20, 2**20, (n_elements,), generator=drawn, dtype=torch.float32)
+
+
 def exchange_in_group(rank, n_ranks, fn, n_elements, seed: int | None = None):
-    """Inside a rank: ``fn(rank, n_ranks, outgoing, incoming)``, then every rank's buffers gathered and held
-    against the numpy reference (commlab.collectives' sendrecv: rank r receives rank r-1's buffer). Rank r
-    sends 10 r + (i mod 7), or, with ``seed``, whole numbers drawn from it."""
+    """Inside a rank: ``fn(rank, n_ranks, outgoing, incoming)``, then what arrived held against the numpy
+    reference (commlab.collectives' sendrecv: rank r receives rank r-1's buffer), which each rank computes from
+    every rank's buffer as it was before the exchange (they are made from the rank and the seed, so no rank
+    needs another's); only the ranks' verdicts are gathered, not their megabytes. Rank r sends
+    10 r + (i mod 7), or, with ``seed``, whole numbers drawn from it."""
     import numpy as np
     import torch
     import torch.distributed as dist
@@ -286,22 +298,18 @@ def exchange_in_group(rank, n_ranks, fn, n_elements, seed: int | None = None):
     from commlab.collectives import spec
 
     device, sync = device_and_sync()
-    if seed is None:
-        outgoing = (torch.arange(n_elements, dtype=torch.int64) % 7 + 10 * rank).to(torch.float32).to(device)
-    else:
-        drawn = torch.Generator().manual_seed(seed * 1009 + rank)
-        outgoing = torch.randint(-2**20, 2**20, (n_elements,), generator=drawn).to(torch.float32).to(device)
+    outgoing = _outgoing(rank, n_elements, seed).to(device)
     incoming = torch.full_like(outgoing, -1.0)
     fn(rank, n_ranks, outgoing, incoming)
     sync()
+    want = spec("sendrecv").reference([_outgoing(r, n_elements, seed).numpy() for r in range(n_ranks)])[rank]
+    got = incoming.cpu().numpy()
+    mine = None if np.array_equal(got, want) else (
+        f"{getattr(fn, '__name__', 'fn')} on {n_ranks} ranks: rank {rank} should have received rank "
+        f"{(rank - 1) % n_ranks}'s buffer (it starts {want[:3].tolist()}), got {got[:3].tolist()}")
     everyone: list = [None] * n_ranks
-    dist.all_gather_object(everyone, (outgoing.cpu().numpy(), incoming.cpu().numpy()))
-    want = spec("sendrecv").reference([out for out, _ in everyone])
-    wrong = [r for r in range(n_ranks) if not np.array_equal(everyone[r][1], want[r])]
-    problems = [f"{getattr(fn, '__name__', 'fn')} on {n_ranks} ranks: rank {r} should have received rank "
-                f"{(r - 1) % n_ranks}'s buffer (it starts {want[r][:3].tolist()}), got "
-                f"{everyone[r][1][:3].tolist()}" for r in wrong[:1]]
-    return {"backend": dist.get_backend(), "problems": problems}
+    dist.all_gather_object(everyone, mine)
+    return {"backend": dist.get_backend(), "problems": [p for p in everyone if p][:1]}
 
 
 def check_ring_exchange(fn, n_ranks_list=(2, 3, 4), n_elements: int = 256, timeout_s: float = 10.0,
