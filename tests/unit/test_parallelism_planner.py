@@ -261,11 +261,42 @@ def test_plan_text_and_options(capsys):
 
 
 def test_plan_layout_scores_one_layout(capsys):
-    assert main(["plan", "--model", "70B", "--gpus", "64", "--gpu", "h100", "--layout", "tp=8,pp=2,zero=1"]) == 0
+    assert main(["plan", "--model", "70B", "--gpus", "64", "--gpu", "h100", "--layout", "tp=8,pp=2,zero=1,vp=1"]) == 0
     text = capsys.readouterr().out
     assert "TP 8 x PP 2 x DP 4, ZeRO-1" in text and "rank" in text and "of its throughput" in text
     assert main(["plan", "--model", "70B", "--gpus", "64", "--gpu", "h100", "--layout", "tp=16,pp=2"]) == 0
     assert "does not run: TP 16 does not divide" in capsys.readouterr().out
+
+
+def test_a_layout_without_zero_or_vp_is_scored_at_the_fastest_that_fits():
+    from commlab.parallelism.evaluate import evaluate, network_for
+    from commlab.parallelism.planner import score_layout
+
+    result = plan("70B", 64, "h100")
+    mine, rank = score_layout(result, "tp=8,pp=2")
+    net = network_for(result.config)
+    every = [evaluate(result.config, net, 8, 1, 2, 4, z, v) for z in result.config.zero_stages
+             for v in range(1, result.config.max_vp + 1)]
+    fastest = max(x.tokens_per_s for x in every if x.reason is None)
+    assert mine.reason is None and mine.tokens_per_s == pytest.approx(fastest, rel=1e-3)
+    given, _ = score_layout(result, "tp=8,pp=2,zero=3,vp=1")
+    assert (given.zero, given.vp) == (3, 1)
+
+
+def test_llama3_layout_as_a_practitioner_types_it(capsys):
+    """Llama 3's 405B layout on 16,384 H100 (TP 8, PP 16; arXiv 2407.21783, table 4), typed with nothing else:
+    scored at the faster recomputation, interleaving and ZeRO stage that fit, it runs, near the best."""
+    argv = ["plan", "--model", "405B", "--gpus", "16384", "--gpu", "h100", "--layout", "tp=8,pp=16"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("recomputation: full (the faster of selective and full")
+    share = float(text.rsplit("yours is ", 1)[1].split("%")[0]) / 100
+    assert share >= 0.85, text
+    assert main(argv + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["recompute"] == "full" and out["layout"]["tp"] == 8 and out["layout"]["pp"] == 16
+    assert main(argv + ["--recompute", "selective"]) == 0
+    assert "recomputation:" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("argv, needle", [

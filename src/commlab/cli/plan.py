@@ -38,8 +38,9 @@ def add_parser(sub):
                    help="tokens per optimizer step (default: the model's, printed)")
     p.add_argument("--micro-batches", default=None, metavar="M",
                    help="fix the micro-batches per replica (default: each layout picks its micro-batch size)")
-    p.add_argument("--recompute", default="selective", choices=("none", "selective", "full"),
-                   help="activation recomputation (default selective)")
+    p.add_argument("--recompute", default=None, choices=("none", "selective", "full"),
+                   help="activation recomputation (default selective; with --layout, the faster of selective and "
+                        "full that fits the layout, and the planner's best under the same)")
     p.add_argument("--grad-reduce", default="fp32", choices=("fp32", "bf16"),
                    help="gradient precision in memory and on the wires (default fp32, Megatron-LM's)")
     p.add_argument("--layout", default=None, metavar="SPEC",
@@ -179,16 +180,29 @@ def run(args) -> int:
         raise CommlabError(f"--gpus {n_gpus} is not a whole number of {per_node}-GPU nodes (--gpus-per-node)")
     if per_node is None and n_gpus > 8 and n_gpus % 8:
         raise CommlabError(f"--gpus {n_gpus} is not a whole number of 8-GPU nodes (--gpus-per-node)")
-    result = plan(args.model, n_gpus, args.gpu, gpus_per_node=per_node or 0, seq_len=_whole("--seq", args.seq) or 0,
-                  global_batch_tokens=_whole("--global-batch-tokens", args.global_batch_tokens) or 0,
-                  n_micro_batches=_whole("--micro-batches", args.micro_batches), recompute=args.recompute,
-                  grad_reduce=args.grad_reduce, nics_per_node=_whole("--nics-per-node", args.nics_per_node) or 0,
-                  nic_Gbps=_rate(args.nic_gbps) or 0.0)
+    def planned(recompute: str):
+        return plan(args.model, n_gpus, args.gpu, gpus_per_node=per_node or 0, seq_len=_whole("--seq", args.seq) or 0,
+                    global_batch_tokens=_whole("--global-batch-tokens", args.global_batch_tokens) or 0,
+                    n_micro_batches=_whole("--micro-batches", args.micro_batches), recompute=recompute,
+                    grad_reduce=args.grad_reduce, nics_per_node=_whole("--nics-per-node", args.nics_per_node) or 0,
+                    nic_Gbps=_rate(args.nic_gbps) or 0.0)
+
     if args.layout is not None:
-        mine, rank = score_layout(result, args.layout)
+        # a layout scored under the recomputation given, or else under the faster of selective and full that
+        # fits it (as a published layout whose source does not say is scored), against the best under the same
+        options = (args.recompute,) if args.recompute else ("selective", "full")
+        scored = []
+        for recompute in options:
+            result = planned(recompute)
+            scored.append((result, *score_layout(result, args.layout)))
+        result, mine, rank = max(scored, key=lambda x: (x[1].reason is None, x[1].tokens_per_s))
+        if len(options) > 1 and not args.json:
+            print(f"recomputation: {result.config.recompute} (the faster of selective and full for this layout; "
+                  f"--recompute chooses)")
         if args.json:
             best = result.ranked[0] if result.ranked else None
             print_json({"layout": _layout_json(mine, rank), "rank": rank, "of": len(result.ranked),
+                        "recompute": result.config.recompute,
                         "best": None if best is None else _layout_json(best, 1)})
         elif mine.reason is not None:
             print(f"{mine.name} does not run: {mine.reason}")
@@ -199,6 +213,7 @@ def run(args) -> int:
                 print(_line(1, best) + f"   (the planner's best; yours is {mine.tokens_per_s / best.tokens_per_s:.0%} "
                       f"of its throughput)")
         return 0
+    result = planned(args.recompute or "selective")
     if args.json:
         print_json(plan_json(result))
     else:

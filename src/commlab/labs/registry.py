@@ -55,8 +55,8 @@ class Lab:
     imports: tuple[str, ...] = ()
     """Modules this lab's code (the student's or its checks') imports on first use that are slow to import:
     ``torch._dynamo``, which a process's first torch optimizer or ``DistributedDataParallel`` imports
-    (``torch/_compile.py``, about 1 s of CPU). When a class is graded, the fork server and each student's sandbox import them once, so that the
-    lab's ranks, forked after, do not each import them again."""
+    (``torch/_compile.py``, about 1 s of CPU). When a class is graded, the fork server and each student's
+    sandbox import them once, so that the lab's ranks, forked after, do not each import them again."""
 
     @property
     def max_ranks(self) -> int:

@@ -67,10 +67,28 @@ def plan(model: str | ModelSpec, n_gpus: int, gpu: str | GpuSpec, **options) -> 
 
 
 def score_layout(result: Plan, layout: str | dict) -> tuple[Layout, int | None]:
-    """One layout of ``result``'s job, scored as the planner scores its own, and its rank in ``result``."""
+    """One layout of ``result``'s job, scored as the planner scores its own, and its rank in ``result``.
+
+    A layout that leaves out ``zero`` or ``vp`` is scored at the fastest of them that fits, among the plan's
+    ZeRO stages and 1 to its ``max_vp`` model chunks (as :mod:`commlab.parallelism.published` scores a published
+    layout whose source does not give them); where none fits, the one that overshoots the memory least, or the
+    first reason another layout gives."""
     cfg = result.config
-    kwargs = parse_layout(layout, cfg.n_gpus) if isinstance(layout, str) else dict(layout)
-    mine = evaluate(cfg, network_for(cfg), **kwargs)
+    if isinstance(layout, str):
+        kwargs = parse_layout(layout, cfg.n_gpus)
+        given = {part.partition("=")[0].strip().lower() for part in layout.split(",") if part.strip()}
+    else:
+        kwargs, given = dict(layout), set(layout)
+    zeros = [kwargs["zero"]] if "zero" in given or kwargs["dp"] * kwargs["cp"] == 1 else list(cfg.zero_stages)
+    vps = [kwargs["vp"]] if "vp" in given or kwargs["pp"] == 1 else list(range(1, cfg.max_vp + 1))
+    net = network_for(cfg)
+    tried = [evaluate(cfg, net, **{**kwargs, "zero": z, "vp": v}) for z in zeros for v in vps]
+    fitting = [x for x in tried if x.reason is None]
+    if fitting:
+        mine = max(fitting, key=lambda x: (_sig(x.tokens_per_s), -x.memory.total))
+    else:
+        short = [x for x in tried if x.reason and x.reason.startswith("needs")]
+        mine = min(short, key=lambda x: x.memory.total) if short else tried[0]
     if mine.reason is not None:
         return mine, None
     faster = sum(1 for x in result.ranked if _sig(x.tokens_per_s) > _sig(mine.tokens_per_s))
