@@ -99,6 +99,19 @@ def test_ring_exchange_fixed_passes_naive_deadlocks_wrong_direction_is_named():
     assert not backwards.ok and "on 3 ranks: rank 0 should have received rank 2's buffer" in backwards.problem
 
 
+def _zero_both(rank, n_ranks, outgoing, incoming):
+    outgoing.zero_()
+    incoming.zero_()
+
+
+def test_a_ring_exchange_that_sends_nothing_and_zeroes_both_buffers_fails():
+    """What arrived is held against each rank's buffer as it was before the exchange (made from the rank and the
+    seed), not as the student's code left it: zeroing both buffers matches nothing."""
+    for seed in (None, 7):
+        out = lab.check_ring_exchange(_zero_both, (2,), n_elements=64, seed=seed)
+        assert not out.ok and "rank 0 should have received rank 1's buffer" in out.problem, out.problem
+
+
 def test_gloo_sends_wait_for_the_receive_at_every_size():
     early = lab.probe_eager_sizes([8, 1 << 16], pause_s=0.05)
     assert early == {8: False, 1 << 16: False}
