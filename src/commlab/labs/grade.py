@@ -55,6 +55,15 @@ SERVER_PRELOAD = ("numpy", "commlab.labs.grade_lab", "commlab.labs.remote", "com
 TORCH_PRELOAD = ("torch", "torch.distributed", "torch.nn", "commlab.launch", "commlab.p2p", "commlab.schedules")
 
 
+def _slow_imports(labs: list[str]) -> list[str]:
+    """The slow first imports the labs name (:attr:`commlab.labs.registry.Lab.imports`), each once."""
+    return sorted({m for name in labs for m in registry.lab(name).imports})
+
+
+def _starts_ranks(labs: list[str]) -> bool:
+    return any(registry.lab(name).max_ranks for name in labs)
+
+
 def _fork_server(labs: list[str]):
     """The fork server of this grading run (multiprocessing's ``forkserver``: a process started once that has
     imported :data:`SERVER_PRELOAD`, torch and the labs' checks, and forks each grader process from that
@@ -65,9 +74,8 @@ def _fork_server(labs: list[str]):
     if "forkserver" not in multiprocessing.get_all_start_methods() or os.environ.get("COMMLAB_GRADER_START") == "spawn":
         return None
     context = multiprocessing.get_context("forkserver")
-    preload = list(SERVER_PRELOAD) + [f"commlab.labs.checks.{name}" for name in labs] + \
-        sorted({m for name in labs for m in registry.lab(name).imports})
-    if any(registry.lab(name).max_ranks for name in labs):
+    preload = list(SERVER_PRELOAD) + [f"commlab.labs.checks.{name}" for name in labs] + _slow_imports(labs)
+    if _starts_ranks(labs):
         preload = list(TORCH_PRELOAD) + preload
     context.set_forkserver_preload(preload)
     return context
@@ -159,8 +167,7 @@ def _shared_sandbox(shared: list, labs: list[str], options: Options, package: Pa
     for box in shared:
         box.stop()
     shared.clear()
-    preload = ",".join(["torch"] + sorted({m for name in labs for m in registry.lab(name).imports})) \
-        if any(registry.lab(name).max_ranks for name in labs) else "none"
+    preload = ",".join(["torch"] + _slow_imports(labs)) if _starts_ranks(labs) else "none"
     made = student_sandbox.start(context, work, package, options.limits, prefix, preload)
     if made is None:
         return None

@@ -259,7 +259,7 @@ def _tensor_as_bytes(t):
         t.element_size()
     if t.device.type != "cpu" or t.grad_fn is not None or not whole or str(t.dtype).removeprefix("torch.") \
             not in DTYPES or t.dtype == torch.bool:
-        return t.__reduce_ex__(5)          # torch's own pickling (views keep sharing their storage)
+        return t.__reduce_ex__(5)          # torch's own pickling
     raw = t.detach().view(torch.uint8).numpy().tobytes() if t.numel() else b""
     return tensor_from_bytes, (t.dtype, tuple(t.shape), raw, t.requires_grad)
 
@@ -269,8 +269,7 @@ def pack_trusted(value) -> bytes:
     sandbox). A CPU tensor that owns its whole storage travels as its bytes: torch's own pickling of a tensor
     saves and loads it through ``torch.save``, about 0.1 ms each way for a tensor of a few elements, which a
     ring step of the relay pays several times. Any other tensor (a view, one with a ``grad_fn``, a parameter)
-    is pickled by torch, and so is every tensor of a value in which two tensors share memory, so that they
-    still share it on the other side."""
+    is pickled by torch. Neither way keeps two tensors that share memory sharing it on the other side."""
     import copyreg
     import io
     import pickle
@@ -280,9 +279,7 @@ def pack_trusted(value) -> bytes:
     if "torch" in sys.modules:
         import torch
 
-        memory = [t.untyped_storage().data_ptr() for t in tensors_in(value) if t.device.type == "cpu"]
-        if len(set(memory)) == len(memory):
-            pickler.dispatch_table = {**copyreg.dispatch_table, torch.Tensor: _tensor_as_bytes}
+        pickler.dispatch_table = {**copyreg.dispatch_table, torch.Tensor: _tensor_as_bytes}
     pickler.dump(value)
     return out.getvalue()
 

@@ -94,10 +94,9 @@ def _call(fn, x, tracer: Tracer):
     return fn(x, tracer) if takes_tracer else fn(x)
 
 
-def _check_rank(rank: int, n_ranks: int, fn, kind: str, lengths: tuple[int, ...], seed: int,
-                gather: bool = True) -> dict:
-    """Inside one rank: every length, compared; rank 0 also returns the gathered traces (``gather=False``: this
-    rank's own records, for :func:`_check_ranks` to gather with those of the other functions)."""
+def _check_rank(rank: int, n_ranks: int, fn, kind: str, lengths: tuple[int, ...], seed: int) -> dict:
+    """Inside one rank: every length, compared, and this rank's own records (length -> transfers), for
+    :func:`_check_ranks` to gather with the other ranks'."""
     xs = [_input(rank, length, seed) for length in lengths]
     tracers = [Tracer(rank, n_ranks, length) for length in lengths]
     wants = _references(kind, xs, tracers)
@@ -110,11 +109,7 @@ def _check_rank(rank: int, n_ranks: int, fn, kind: str, lengths: tuple[int, ...]
             raise RuntimeError(f"{kind} with n_ranks={n_ranks}, length={length}: "
                                f"{type(exc).__name__}: {exc}") from exc
         results.append(_compare(n_ranks, length, rank, got, want))
-    local = {length: list(tracer.transfers) for length, tracer in zip(lengths, tracers)}
-    if not gather:
-        return {"results": results, "traces": local}
-    (traces,) = _gather_traces([local], n_ranks)
-    return {"results": results, "traces": traces if rank == 0 else {}}
+    return {"results": results, "traces": {length: list(tracer.transfers) for length, tracer in zip(lengths, tracers)}}
 
 
 def _validate(fn, kind: str, n_ranks_list, lengths, timeout_s: float):
@@ -135,7 +130,7 @@ def _validate(fn, kind: str, n_ranks_list, lengths, timeout_s: float):
 def _check_ranks(rank: int, n_ranks: int, pairs: list, lengths: tuple[int, ...], seed: int) -> list[dict]:
     """Inside one rank: :func:`_check_rank` for each (fn, kind) of ``pairs``, in turn, and their traces gathered
     at once."""
-    parts = [_check_rank(rank, n_ranks, fn, kind, lengths, seed, gather=False) for fn, kind in pairs]
+    parts = [_check_rank(rank, n_ranks, fn, kind, lengths, seed) for fn, kind in pairs]
     traces = _gather_traces([part["traces"] for part in parts], n_ranks)
     return [{"results": part["results"], "traces": trace if rank == 0 else {}} for part, trace in zip(parts, traces)]
 
@@ -183,8 +178,8 @@ def check_ring(fn, kind: str, n_ranks_list=range(2, 9), lengths=DEFAULT_LENGTHS,
     report = verdict.report()
     for n in n_list:
         try:
-            per_rank = run(_check_rank, n, fn, kind, length_list, seed, backend="gloo", timeout_s=timeout_s,
-                           verbose=False)
+            per_rank = [part for (part,) in run(_check_ranks, n, [(fn, kind)], length_list, seed, backend="gloo",
+                                                timeout_s=timeout_s, verbose=False)]
         except RankError as exc:
             return verdict.report(crash=describe_crash(kind, n, exc, timeout_s))
         report = verdict.add(n, per_rank)

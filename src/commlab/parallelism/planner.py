@@ -79,8 +79,8 @@ def score_layout(result: Plan, layout: str | dict) -> tuple[Layout, int | None]:
         given = {part.partition("=")[0].strip().lower() for part in layout.split(",") if part.strip()}
     else:
         kwargs, given = dict(layout), set(layout)
-    zeros = [kwargs["zero"]] if "zero" in given or kwargs["dp"] * kwargs["cp"] == 1 else list(cfg.zero_stages)
-    vps = [kwargs["vp"]] if "vp" in given or kwargs["pp"] == 1 else list(range(1, cfg.max_vp + 1))
+    zeros = [kwargs.get("zero", 0)] if "zero" in given or kwargs["dp"] * kwargs["cp"] == 1 else list(cfg.zero_stages)
+    vps = [kwargs.get("vp", 1)] if "vp" in given or kwargs["pp"] == 1 else list(range(1, cfg.max_vp + 1))
     net = network_for(cfg)
     tried = [evaluate(cfg, net, **{**kwargs, "zero": z, "vp": v}) for z in zeros for v in vps]
     fitting = [x for x in tried if x.reason is None]

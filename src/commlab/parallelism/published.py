@@ -30,7 +30,7 @@ from typing import Any
 from commlab.calibration import value
 from commlab.errors import CommlabError
 from commlab.parallelism.catalogue import ModelSpec
-from commlab.parallelism.planner import Layout, evaluate, network_for, plan
+from commlab.parallelism.planner import Layout, plan, score_layout
 
 GOAL_BEST = 0.15
 """The published layout's predicted throughput within 15 % of the planner's best."""
@@ -249,15 +249,9 @@ def _score(run: PublishedRun, recompute: str):
                   sequence_parallel=run.sequence_parallel, attention=run.attention, zero_stages=run.zeros,
                   context_parallel=run.context_parallel, max_vp=run.max_vp,
                   overlap_grad_reduce=run.overlap_grad_reduce, grad_reduce=run.grad_reduce)
-    cfg = result.config
-    net = network_for(cfg)
     dp = run.n_gpus // (run.tp * run.pp * run.cp)
-    tried = [evaluate(cfg, net, run.tp, run.cp, run.pp, dp, z, v) for z in run.zeros
-             for v in range(1, run.max_vp + 1)]
-    fitting = [x for x in tried if x.reason is None]
-    if fitting:
-        return result, max(fitting, key=lambda x: x.tokens_per_s)
-    return result, next((x for x in tried if x.reason and x.reason.startswith("needs")), tried[0])
+    mine, _ = score_layout(result, {"tp": run.tp, "cp": run.cp, "pp": run.pp, "dp": dp})   # at its best zero and vp
+    return result, mine
 
 
 def compare(run: PublishedRun) -> Comparison:
