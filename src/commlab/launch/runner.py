@@ -98,9 +98,18 @@ def _launch(config: LaunchConfig, backend: str, method: str, fn, args, kwargs, p
 
 def _stop_all(states: list[RankState]) -> None:
     """Stop every rank still running and whatever any rank started (SIGTERM to each rank's process group,
-    then SIGKILL), read what is left in the pipes, close them."""
+    then SIGKILL), read what is left in the pipes, close them. Every group is frozen (SIGSTOP) before any is
+    ended, and each gets its SIGTERM before it runs again (SIGCONT): otherwise a rank blocked on a peer that died
+    first would see the connection close and run on (write its results, report an error) before its own
+    SIGTERM arrived."""
+    freeze = getattr(signal, "SIGSTOP", None)
+    if freeze is not None:
+        for st in states:
+            st.proc.end_group(freeze)
     for st in states:
         st.proc.end_group(signal.SIGTERM)
+        if freeze is not None:
+            st.proc.end_group(signal.SIGCONT)
     for st in states:
         if st.exit_code is None:
             st.proc.stop(grace_s=1.0)
